@@ -1,0 +1,107 @@
+// Plans: an algorithm's output, the executor's input.
+//
+// An algorithm never moves bytes. For one rank it emits a Plan: a few
+// independent "channels", each an ordered list of Steps over element ranges of
+// the user buffers. The executor of each buffer kind (host, CUDA) runs any
+// plan; the plan verifier (tests/, tools/) runs every rank's plan
+// symbolically and proves it right. Plans are O(steps), never O(elements).
+//
+// One generic Step covers the whole vocabulary of the design:
+//   inputs : the data received from 0..2 peers (one FIFO slot at a time) and,
+//            if src != None, a range of a local buffer (optionally pre-scaled);
+//   result : the inputs reduced in a fixed order,
+//            ((recv[0] OP recv[1]) OP pre(local)), or the single input copied;
+//            optionally post-processed (kPostOp, e.g. divide by nranks for Avg);
+//   outputs: a range of a local buffer (dst != None) and/or the FIFOs to
+//            0..2 peers.
+// The named constructors below (send, recv, recvReduceSend, ...) build the
+// usual shapes. A step streams its `count` elements through the FIFOs in
+// pieces of at most one slot, so step k+1 on the next rank starts as soon as
+// the first piece of step k arrives: that is the pipelining.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace weft::plan {
+
+enum class Coll : uint8_t { AllReduce, ReduceScatter, AllGather, Broadcast, Reduce, SendRecv, AllToAll };
+const char* collName(Coll c);
+
+// Which buffer a step reads or writes. Send/Recv are the user's buffers of
+// the call (for grouped point-to-point, those bound to the step's channel).
+enum class Buf : uint8_t { None, Send, Recv, Scratch };
+
+enum StepFlags : uint8_t {
+  kPreOp = 1,   // apply the op's pre-scaling (PreMulSum) to the local input
+  kPostOp = 2,  // apply the op's finalisation (Avg: divide by nranks) to the result
+};
+
+struct Step {
+  uint8_t nRecv = 0;          // 0..2 peers received from
+  uint8_t nSend = 0;          // 0..2 peers sent to
+  uint8_t flags = 0;          // StepFlags
+  uint8_t conn = 0;           // connection index used with every peer of this step
+  int32_t recvPeer[2] = {-1, -1};  // communicator ranks
+  int32_t sendPeer[2] = {-1, -1};
+  Buf src = Buf::None;        // local input
+  Buf dst = Buf::None;        // local output
+  uint64_t srcOff = 0;        // in elements
+  uint64_t dstOff = 0;
+  uint64_t count = 0;         // elements moved by this step
+
+  bool operator==(const Step&) const = default;
+};
+
+// Named shapes (offsets and counts in elements).
+Step send(int peer, Buf src, uint64_t srcOff, uint64_t count, uint8_t flags = 0, uint8_t conn = 0);
+Step recv(int peer, Buf dst, uint64_t dstOff, uint64_t count, uint8_t conn = 0);
+// out -> next: in(prev) OP local
+Step recvReduceSend(int prev, int next, Buf src, uint64_t srcOff, uint64_t count, uint8_t flags = 0,
+                    uint8_t conn = 0);
+// dst = in(prev) OP local
+Step recvReduceCopy(int prev, Buf src, uint64_t srcOff, Buf dst, uint64_t dstOff, uint64_t count,
+                    uint8_t flags = 0, uint8_t conn = 0);
+// dst = in(prev) OP local, and forwarded to next
+Step recvReduceCopySend(int prev, int next, Buf src, uint64_t srcOff, Buf dst, uint64_t dstOff,
+                        uint64_t count, uint8_t flags = 0, uint8_t conn = 0);
+// dst = in(prev), and forwarded to next (next may be -1: plain receive)
+Step recvCopySend(int prev, int next, Buf dst, uint64_t dstOff, uint64_t count, uint8_t conn = 0);
+// dst = post(pre(src)) locally
+Step copy(Buf src, uint64_t srcOff, Buf dst, uint64_t dstOff, uint64_t count, uint8_t flags = 0);
+
+struct ChannelPlan {
+  std::vector<Step> steps;
+};
+
+// Geometry of the connections the plan will run on: pieces are at most
+// slotBytes, and a FIFO holds nSlots pieces. Algorithms size their chunks so
+// that no ring of waiting ranks can fill every FIFO (chunk < FIFO capacity).
+struct FifoGeometry {
+  uint64_t slotBytes = 512 * 1024;
+  uint32_t nSlots = 8;
+};
+
+struct Plan {
+  Coll coll = Coll::AllReduce;
+  int nranks = 1;
+  int rank = 0;
+  uint32_t elemSize = 4;
+  uint64_t scratchElems = 0;  // scratch the executor must provide
+  std::vector<ChannelPlan> channels;
+
+  size_t stepCount() const;
+};
+
+// The number of elements of one piece: what a FIFO slot holds.
+inline uint64_t pieceElems(const FifoGeometry& g, uint32_t elemSize) {
+  uint64_t e = g.slotBytes / elemSize;
+  return e ? e : 1;
+}
+
+// Human-readable dump of a plan (tools and failing tests print it).
+std::string describe(const Plan& p);
+std::string describe(const Step& s);
+
+}  // namespace weft::plan

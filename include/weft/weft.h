@@ -1,0 +1,227 @@
+/*
+ * weft: collective communication for distributed training.
+ *
+ * The C API. It mirrors NCCL's API function for function (same names with the
+ * `weft` prefix, same parameter order and semantics) so that code written for
+ * NCCL ports by renaming, and so that an NCCL-compatible library is a thin
+ * layer over this one. Everything here is plain C (C99) and stable.
+ *
+ * Buffers may live in host memory (executed by the communicator's host
+ * executor) or, when built with CUDA, in device memory. See docs/api.md for
+ * every function, its errors and the environment variables it reads.
+ */
+#ifndef WEFT_WEFT_H
+#define WEFT_WEFT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define WEFT_MAJOR 0
+#define WEFT_MINOR 1
+#define WEFT_PATCH 0
+#define WEFT_VERSION(X, Y, Z) ((X) * 10000 + (Y) * 100 + (Z))
+#define WEFT_VERSION_CODE WEFT_VERSION(WEFT_MAJOR, WEFT_MINOR, WEFT_PATCH)
+
+#if defined(__GNUC__)
+#define WEFT_API __attribute__((visibility("default")))
+#else
+#define WEFT_API
+#endif
+
+/* Result codes: the same values as ncclResult_t. */
+typedef enum {
+  weftSuccess = 0,
+  weftUnhandledCudaError = 1,
+  weftSystemError = 2,   /* a system call or the OS failed (socket, shm, ...) */
+  weftInternalError = 3, /* a bug in weft */
+  weftInvalidArgument = 4,
+  weftInvalidUsage = 5,  /* a valid argument used wrongly (destroyed comm, ...) */
+  weftRemoteError = 6,   /* a peer died, a connection dropped */
+  weftInProgress = 7,
+  weftTimeout = 8,       /* a wait exceeded WEFT_TIMEOUT_MS */
+  weftNumResults = 9
+} weftResult_t;
+
+typedef enum {
+  weftInt8 = 0,
+  weftChar = 0,
+  weftUint8 = 1,
+  weftInt32 = 2,
+  weftInt = 2,
+  weftUint32 = 3,
+  weftInt64 = 4,
+  weftUint64 = 5,
+  weftFloat16 = 6,
+  weftHalf = 6,
+  weftFloat32 = 7,
+  weftFloat = 7,
+  weftFloat64 = 8,
+  weftDouble = 8,
+  weftBfloat16 = 9,
+  weftFloat8e4m3 = 10,
+  weftFloat8e5m2 = 11,
+  weftNumTypes = 12
+} weftDataType_t;
+
+/* Built-in reduction operations. Values >= weftNumOps are user-created
+ * operations (weftRedOpCreatePreMulSum), valid only on their communicator. */
+typedef enum {
+  weftSum = 0,
+  weftProd = 1,
+  weftMax = 2,
+  weftMin = 3,
+  weftAvg = 4,
+  weftNumOps = 5,
+  weftMaxRedOp = 0x7fffffff
+} weftRedOp_t;
+
+typedef enum {
+  weftScalarDevice = 0,        /* the scalar is in device memory */
+  weftScalarHostImmediate = 1  /* the scalar is read from host memory at creation */
+} weftScalarResidence_t;
+
+#define WEFT_UNIQUE_ID_BYTES 128
+/* Identifies one communicator: the bootstrap root's address and a random
+ * secret that every rank must prove. Create it on one rank with
+ * weftGetUniqueId and hand it to every other rank out of band. */
+typedef struct {
+  char internal[WEFT_UNIQUE_ID_BYTES];
+} weftUniqueId;
+
+#define WEFT_SPLIT_NOCOLOR (-1)
+#define WEFT_CONFIG_UNDEF_INT (-2147483647 - 1)
+
+typedef struct weftComm* weftComm_t;
+
+/* A stream orders operations. For host buffers it is a weft host stream
+ * (weftHostStreamCreate) or NULL, which makes the call block until done. For
+ * device buffers it is a cudaStream_t. */
+typedef void* weftStream_t;
+
+/* Communicator options (NCCL's ncclConfig_t subset). Initialise with
+ * WEFT_CONFIG_INITIALIZER; leave a field undefined for its default. */
+typedef struct {
+  size_t size;
+  unsigned int magic;
+  unsigned int version;
+  int blocking;          /* 1 (default): init blocks. 0: accepted, init still completes before return */
+  int minCTAs;           /* minimum channels */
+  int maxCTAs;           /* maximum channels */
+  const char* netName;   /* "Socket" or "IB": force the network transport */
+  int splitShare;        /* accepted for compatibility */
+  int trafficClass;      /* IB traffic class */
+  const char* commName;  /* label used in logs */
+  int timeoutMs;         /* bound on every wait; overrides WEFT_TIMEOUT_MS */
+} weftConfig_t;
+
+#define WEFT_CONFIG_MAGIC 0xcafebeefu
+#define WEFT_CONFIG_INITIALIZER                                                  \
+  {                                                                              \
+    sizeof(weftConfig_t), WEFT_CONFIG_MAGIC, WEFT_VERSION_CODE,                  \
+        WEFT_CONFIG_UNDEF_INT, WEFT_CONFIG_UNDEF_INT, WEFT_CONFIG_UNDEF_INT,     \
+        NULL, WEFT_CONFIG_UNDEF_INT, WEFT_CONFIG_UNDEF_INT, NULL,                \
+        WEFT_CONFIG_UNDEF_INT                                                    \
+  }
+
+/* ---- Versions and errors ------------------------------------------------ */
+
+/* Writes WEFT_VERSION_CODE of the library that is loaded. */
+WEFT_API weftResult_t weftGetVersion(int* version);
+/* A static string describing a result code. Never NULL. */
+WEFT_API const char* weftGetErrorString(weftResult_t result);
+/* The last error message logged for comm (or by this thread when comm is NULL). */
+WEFT_API const char* weftGetLastError(weftComm_t comm);
+
+/* ---- Communicators ------------------------------------------------------- */
+
+/* Creates a unique id and starts the bootstrap root in this process. The root
+ * listens on the interface chosen by WEFT_SOCKET_IFNAME (or the address in
+ * WEFT_COMM_ID, "<ip>:<port>", in which case rank 0 runs the root). */
+WEFT_API weftResult_t weftGetUniqueId(weftUniqueId* uniqueId);
+/* Joins communicator `commId` as `rank` of `nranks`. Collective over all ranks;
+ * blocks until every rank has joined (bounded by WEFT_TIMEOUT_MS). */
+WEFT_API weftResult_t weftCommInitRank(weftComm_t* comm, int nranks, weftUniqueId commId, int rank);
+WEFT_API weftResult_t weftCommInitRankConfig(weftComm_t* comm, int nranks, weftUniqueId commId, int rank,
+                                             weftConfig_t* config);
+/* Creates ndev communicators as ranks of one process (NCCL's single-process
+ * mode). devlist names a CUDA device per rank, or is NULL for host ranks. */
+WEFT_API weftResult_t weftCommInitAll(weftComm_t* comms, int ndev, const int* devlist);
+/* Splits comm: ranks with the same color form a new communicator, ordered by
+ * key (then by rank in comm). color WEFT_SPLIT_NOCOLOR yields *newcomm = NULL.
+ * Collective over all ranks of comm. */
+WEFT_API weftResult_t weftCommSplit(weftComm_t comm, int color, int key, weftComm_t* newcomm,
+                                    weftConfig_t* config);
+/* Waits for all operations queued on comm to finish. */
+WEFT_API weftResult_t weftCommFinalize(weftComm_t comm);
+/* Frees comm. Operations still queued are finished first (use Abort to drop them). */
+WEFT_API weftResult_t weftCommDestroy(weftComm_t comm);
+/* Stops all in-flight operations of comm (from any thread) and frees it. */
+WEFT_API weftResult_t weftCommAbort(weftComm_t comm);
+/* weftSuccess, or the error that stopped an asynchronous operation of comm
+ * (a dead peer, a timeout); once set, every later call on comm returns it. */
+WEFT_API weftResult_t weftCommGetAsyncError(weftComm_t comm, weftResult_t* asyncError);
+WEFT_API weftResult_t weftCommCount(const weftComm_t comm, int* count);
+WEFT_API weftResult_t weftCommCuDevice(const weftComm_t comm, int* device);
+WEFT_API weftResult_t weftCommUserRank(const weftComm_t comm, int* rank);
+
+/* ---- Reduction operations ----------------------------------------------- */
+
+/* Creates a sum that multiplies every input by *scalar first. */
+WEFT_API weftResult_t weftRedOpCreatePreMulSum(weftRedOp_t* op, void* scalar, weftDataType_t datatype,
+                                               weftScalarResidence_t residence, weftComm_t comm);
+WEFT_API weftResult_t weftRedOpDestroy(weftRedOp_t op, weftComm_t comm);
+
+/* ---- Collectives ---------------------------------------------------------- */
+/* In place: AllReduce/Broadcast/Reduce when sendbuff == recvbuff;
+ * ReduceScatter when recvbuff == sendbuff + rank*recvcount;
+ * AllGather when sendbuff == recvbuff + rank*sendcount. */
+
+WEFT_API weftResult_t weftAllReduce(const void* sendbuff, void* recvbuff, size_t count, weftDataType_t datatype,
+                                    weftRedOp_t op, weftComm_t comm, weftStream_t stream);
+WEFT_API weftResult_t weftReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
+                                        weftDataType_t datatype, weftRedOp_t op, weftComm_t comm,
+                                        weftStream_t stream);
+WEFT_API weftResult_t weftAllGather(const void* sendbuff, void* recvbuff, size_t sendcount, weftDataType_t datatype,
+                                    weftComm_t comm, weftStream_t stream);
+WEFT_API weftResult_t weftBroadcast(const void* sendbuff, void* recvbuff, size_t count, weftDataType_t datatype,
+                                    int root, weftComm_t comm, weftStream_t stream);
+/* Legacy in-place broadcast. */
+WEFT_API weftResult_t weftBcast(void* buff, size_t count, weftDataType_t datatype, int root, weftComm_t comm,
+                                weftStream_t stream);
+WEFT_API weftResult_t weftReduce(const void* sendbuff, void* recvbuff, size_t count, weftDataType_t datatype,
+                                 weftRedOp_t op, int root, weftComm_t comm, weftStream_t stream);
+/* Block j (count elements) of sendbuff goes to rank j; block i of recvbuff
+ * comes from rank i. */
+WEFT_API weftResult_t weftAlltoAll(const void* sendbuff, void* recvbuff, size_t count, weftDataType_t datatype,
+                                   weftComm_t comm, weftStream_t stream);
+WEFT_API weftResult_t weftSend(const void* sendbuff, size_t count, weftDataType_t datatype, int peer,
+                               weftComm_t comm, weftStream_t stream);
+WEFT_API weftResult_t weftRecv(void* recvbuff, size_t count, weftDataType_t datatype, int peer, weftComm_t comm,
+                               weftStream_t stream);
+
+/* Operations issued between GroupStart and GroupEnd are launched together at
+ * GroupEnd, so a batch of sends and receives cannot deadlock. Groups nest. */
+WEFT_API weftResult_t weftGroupStart(void);
+WEFT_API weftResult_t weftGroupEnd(void);
+
+/* ---- Host streams ---------------------------------------------------------- */
+/* An ordered queue of host-buffer operations, executed asynchronously by the
+ * communicator's worker so the caller can overlap its own compute. */
+WEFT_API weftResult_t weftHostStreamCreate(weftStream_t* stream);
+/* Blocks until every operation enqueued on stream has finished; returns the
+ * first error any of them hit. */
+WEFT_API weftResult_t weftHostStreamSynchronize(weftStream_t stream);
+/* weftSuccess when all work on stream is done, weftInProgress otherwise, or
+ * the error an operation hit. */
+WEFT_API weftResult_t weftHostStreamQuery(weftStream_t stream);
+WEFT_API weftResult_t weftHostStreamDestroy(weftStream_t stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* WEFT_WEFT_H */

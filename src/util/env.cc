@@ -1,0 +1,48 @@
+#include "src/util/env.h"
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <strings.h>
+
+#include "src/util/error.h"
+
+namespace weft {
+
+std::optional<std::string> envString(const char* name) {
+  const char* v = getenv(name);
+  if (!v || !*v) return std::nullopt;
+  return std::string(v);
+}
+
+int64_t envInt(const char* name, int64_t defaultValue) {
+  auto v = envString(name);
+  if (!v) return defaultValue;
+  char* end = nullptr;
+  errno = 0;
+  long long x = strtoll(v->c_str(), &end, 0);
+  if (end == v->c_str() || errno) raise(weftInvalidArgument, "%s=%s is not an integer", name, v->c_str());
+  int64_t mult = 1;
+  if (*end) {
+    switch (*end) {
+      case 'k': case 'K': mult = 1ll << 10; break;
+      case 'm': case 'M': mult = 1ll << 20; break;
+      case 'g': case 'G': mult = 1ll << 30; break;
+      default: raise(weftInvalidArgument, "%s=%s has an unknown suffix", name, v->c_str());
+    }
+    if (end[1] && strcasecmp(end + 1, "B") != 0 && strcasecmp(end + 1, "iB") != 0)
+      raise(weftInvalidArgument, "%s=%s has trailing characters", name, v->c_str());
+  }
+  return static_cast<int64_t>(x) * mult;
+}
+
+bool envBool(const char* name, bool defaultValue) {
+  auto v = envString(name);
+  if (!v) return defaultValue;
+  const char* s = v->c_str();
+  if (!strcmp(s, "1") || !strcasecmp(s, "true") || !strcasecmp(s, "yes") || !strcasecmp(s, "on")) return true;
+  if (!strcmp(s, "0") || !strcasecmp(s, "false") || !strcasecmp(s, "no") || !strcasecmp(s, "off")) return false;
+  raise(weftInvalidArgument, "%s=%s is not a boolean (use 0 or 1)", name, s);
+}
+
+}  // namespace weft

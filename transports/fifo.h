@@ -1,0 +1,95 @@
+// The slot FIFO: the one data structure every transport provides.
+//
+// A connection in one direction is a FIFO of nSlots slots of slotBytes each,
+// with two counters: `posted` (advanced by the producer) and `consumed`
+// (advanced by the consumer). The producer takes the next free slot, writes
+// or reduces straight into it and posts it; the consumer waits for a posted
+// slot, reads or reduces straight out of it and frees it. Nothing is copied
+// on the way except by the transport's own mover (a proxy thread for
+// socket/ib).
+//
+// The header and slots may live in shared memory (shm), in a staging buffer
+// drained by a proxy thread (socket, ib) or in GPU memory (p2p). The
+// process-local FifoEnd adds the doorbells to ring so that a sleeping peer
+// wakes up.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+#include "src/util/doorbell.h"
+
+namespace weft {
+
+constexpr uint32_t kFifoMaxSlots = 32;
+constexpr uint32_t kFifoMagic = 0x57465431;  // "WFT1"
+
+struct alignas(64) FifoHeader {
+  uint32_t magic;
+  uint32_t nSlots;
+  uint64_t slotBytes;
+  uint64_t dataOffset;  // from the header to slot 0, page aligned
+  alignas(64) std::atomic<uint32_t> posted;
+  alignas(64) std::atomic<uint32_t> consumed;
+  // Non-zero once the connection failed (a proxy lost its socket, a peer
+  // aborted): both ends stop waiting and report weftRemoteError.
+  alignas(64) std::atomic<uint32_t> failed;
+  uint64_t sizes[kFifoMaxSlots];  // bytes the producer put in each slot
+};
+
+// Bytes needed for a FIFO of this geometry (header + page-aligned slots).
+size_t fifoBytes(uint32_t nSlots, uint64_t slotBytes);
+// Initialises a FIFO in `mem` (at least fifoBytes bytes, page aligned).
+FifoHeader* fifoInit(void* mem, uint32_t nSlots, uint64_t slotBytes);
+
+// One end of a FIFO as seen by one process: where the FIFO is, and whom to
+// wake. Copyable, no ownership.
+struct FifoEnd {
+  FifoHeader* hdr = nullptr;
+  char* data = nullptr;            // slot 0
+  Doorbell* producerBell = nullptr;  // rung when a slot is freed
+  Doorbell* consumerBell = nullptr;  // rung when a slot is posted
+
+  bool valid() const { return hdr != nullptr; }
+  uint64_t slotBytes() const { return hdr->slotBytes; }
+
+  // Producer side. Returns the next free slot or nullptr when the FIFO is full.
+  void* tryAcquire() const {
+    uint32_t p = hdr->posted.load(std::memory_order_relaxed);
+    uint32_t c = hdr->consumed.load(std::memory_order_acquire);
+    if (p - c >= hdr->nSlots) return nullptr;
+    return data + (p % hdr->nSlots) * hdr->slotBytes;
+  }
+  // Publishes the slot returned by tryAcquire, holding `bytes` bytes.
+  void post(uint64_t bytes) const {
+    uint32_t p = hdr->posted.load(std::memory_order_relaxed);
+    hdr->sizes[p % hdr->nSlots] = bytes;
+    hdr->posted.store(p + 1, std::memory_order_release);
+    if (consumerBell) ring(consumerBell);
+  }
+
+  // Consumer side. Returns the oldest posted slot (and its size) or nullptr.
+  const void* tryPeek(uint64_t* bytes) const {
+    uint32_t c = hdr->consumed.load(std::memory_order_relaxed);
+    uint32_t p = hdr->posted.load(std::memory_order_acquire);
+    if (p == c) return nullptr;
+    *bytes = hdr->sizes[c % hdr->nSlots];
+    return data + (c % hdr->nSlots) * hdr->slotBytes;
+  }
+  // Frees the slot returned by tryPeek.
+  void release() const {
+    uint32_t c = hdr->consumed.load(std::memory_order_relaxed);
+    hdr->consumed.store(c + 1, std::memory_order_release);
+    if (producerBell) ring(producerBell);
+  }
+
+  bool failed() const { return hdr->failed.load(std::memory_order_acquire) != 0; }
+  void fail() const {
+    hdr->failed.store(1, std::memory_order_release);
+    if (producerBell) ring(producerBell);
+    if (consumerBell) ring(consumerBell);
+  }
+};
+
+}  // namespace weft
