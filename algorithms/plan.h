@@ -43,6 +43,9 @@ struct Step {
   uint8_t nSend = 0;          // 0..2 peers sent to
   uint8_t flags = 0;          // StepFlags
   uint8_t conn = 0;           // connection index used with every peer of this step
+  uint16_t bind = 0;          // which (send, recv) buffer pair Buf::Send/Recv mean:
+                              // 0 for collectives; grouped point-to-point binds
+                              // one pair per user call
   int32_t recvPeer[2] = {-1, -1};  // communicator ranks
   int32_t sendPeer[2] = {-1, -1};
   Buf src = Buf::None;        // local input
