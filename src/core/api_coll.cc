@@ -1,0 +1,251 @@
+// C API: collectives, point-to-point, groups and reduction operations.
+// Each call is validated here, before anything is queued: a bad argument
+// returns its code with a log line and never touches user buffers.
+#include <cstdarg>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+
+#include "src/core/api_guard.h"
+#include "src/core/group.h"
+
+using namespace weft;
+using plan::Coll;
+
+namespace {
+
+// Resolves a user-visible op to the kernels' RedOp.
+weftResult_t resolveOp(weftComm_t comm, weftRedOp_t op, weftDataType_t type, kernels::RedOp* out, const char* fn) {
+  out->type = type;
+  out->nranks = comm->nranks;
+  switch (op) {
+    case weftSum: out->kind = kernels::OpKind::Sum; return weftSuccess;
+    case weftProd: out->kind = kernels::OpKind::Prod; return weftSuccess;
+    case weftMax: out->kind = kernels::OpKind::Max; return weftSuccess;
+    case weftMin: out->kind = kernels::OpKind::Min; return weftSuccess;
+    case weftAvg: out->kind = kernels::OpKind::Avg; return weftSuccess;
+    default: break;
+  }
+  std::lock_guard<std::mutex> lock(comm->redOpMutex);
+  long idx = static_cast<long>(op) - weftNumOps;
+  if (idx < 0 || idx >= static_cast<long>(comm->userOps.size()) || !comm->userOps[idx].live) {
+    WEFT_WARN("%s: op %d is not a valid reduction operation on this communicator", fn, static_cast<int>(op));
+    return weftInvalidArgument;
+  }
+  const UserRedOp& u = comm->userOps[idx];
+  if (u.type != type) {
+    WEFT_WARN("%s: op %d was created for type %s, used with %s", fn, static_cast<int>(op), kernels::typeName(u.type),
+              kernels::typeName(type));
+    return weftInvalidArgument;
+  }
+  out->kind = kernels::OpKind::PreMulSum;
+  memcpy(out->scalar, u.scalar, sizeof(out->scalar));
+  return weftSuccess;
+}
+
+struct CallCheck {
+  const char* fn;
+  weftComm_t comm;
+  weftResult_t result = weftSuccess;
+
+  bool fail(weftResult_t code, const char* fmt, ...) __attribute__((format(printf, 3, 4))) {
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    WEFT_WARN("%s: %s", fn, msg);
+    setLastError(std::string(fn) + ": " + msg);
+    result = code;
+    return false;
+  }
+};
+
+// The checks every call shares. `elements` is the largest buffer in
+// elements (count x nranks for gathered buffers).
+weftResult_t checkCommon(CallCheck& c, const void* send, const void* recv, size_t count, size_t multiplier,
+                         weftDataType_t type, weftStream_t stream, bool needSend, bool needRecv) {
+  if (weftResult_t r = checkComm(c.comm, c.fn)) return r;
+  setLogRank(c.comm->rank);
+  if (weftResult_t e = c.comm->getAsyncError()) {
+    WEFT_WARN("%s: communicator already failed: %s", c.fn, weftGetErrorString(e));
+    return e;
+  }
+  if (static_cast<int>(type) < 0 || type >= weftNumTypes) {
+    c.fail(weftInvalidArgument, "unknown data type %d", static_cast<int>(type));
+    return c.result;
+  }
+  size_t es = kernels::typeSize(type);
+  if (count > std::numeric_limits<size_t>::max() / es / multiplier) {
+    c.fail(weftInvalidArgument, "count %zu x %zu x %zu bytes overflows", count, multiplier, es);
+    return c.result;
+  }
+  if (count > 0 && needSend && !send) {
+    c.fail(weftInvalidArgument, "sendbuff is NULL with count %zu", count);
+    return c.result;
+  }
+  if (count > 0 && needRecv && !recv) {
+    c.fail(weftInvalidArgument, "recvbuff is NULL with count %zu", count);
+    return c.result;
+  }
+  if (weftResult_t r = checkHostStream(stream)) return r;
+  return weftSuccess;
+}
+
+weftResult_t collective(const char* fn, Coll coll, const void* send, void* recv, size_t count, weftDataType_t type,
+                        weftRedOp_t op, int root, weftComm_t comm, weftStream_t stream) {
+  return guarded([&] {
+    CallCheck c{fn, comm};
+    size_t mult = 1;
+    if (comm && isLiveComm(comm) &&
+        (coll == Coll::AllGather || coll == Coll::ReduceScatter || coll == Coll::AllToAll))
+      mult = static_cast<size_t>(comm->nranks);
+    bool rooted = coll == Coll::Broadcast || coll == Coll::Reduce;
+    // Rooted calls: only the root needs a send buffer for Broadcast, only
+    // the root needs a receive buffer for Reduce.
+    bool needSend = true, needRecv = true;
+    if (weftResult_t r = checkComm(comm, fn)) return r;
+    if (coll == Coll::Broadcast) needSend = comm->rank == root;
+    if (coll == Coll::Reduce) needRecv = comm->rank == root;
+    if (weftResult_t r = checkCommon(c, send, recv, count, mult, type, stream, needSend, needRecv)) return r;
+    if (rooted && (root < 0 || root >= comm->nranks)) {
+      c.fail(weftInvalidArgument, "root %d is out of range for %d ranks", root, comm->nranks);
+      return c.result;
+    }
+    OpDesc d;
+    d.coll = coll;
+    d.send = send;
+    d.recv = recv;
+    d.count = count;
+    d.type = type;
+    d.root = rooted ? root : 0;
+    d.comm = comm;
+    bool reduces = coll == Coll::AllReduce || coll == Coll::ReduceScatter || coll == Coll::Reduce;
+    if (reduces) {
+      if (weftResult_t r = resolveOp(comm, op, type, &d.op, fn)) return r;
+    } else {
+      d.op.type = type;
+      d.op.nranks = comm->nranks;
+    }
+    WEFT_TRACE(kColl, "%s send %p recv %p count %zu type %s op %d root %d comm %p stream %p", fn, send,
+               static_cast<void*>(recv), count, kernels::typeName(type), static_cast<int>(op), root,
+               static_cast<void*>(comm), stream);
+    return submit(d, stream);
+  });
+}
+
+weftResult_t pointToPoint(const char* fn, bool isSend, const void* send, void* recv, size_t count,
+                          weftDataType_t type, int peer, weftComm_t comm, weftStream_t stream) {
+  return guarded([&] {
+    CallCheck c{fn, comm};
+    if (weftResult_t r = checkCommon(c, send, recv, count, 1, type, stream, isSend, !isSend)) return r;
+    if (peer < 0 || peer >= comm->nranks) {
+      c.fail(weftInvalidArgument, "peer %d is out of range for %d ranks", peer, comm->nranks);
+      return c.result;
+    }
+    OpDesc d;
+    d.coll = Coll::SendRecv;
+    d.isSend = isSend;
+    d.send = send;
+    d.recv = recv;
+    d.count = count;
+    d.type = type;
+    d.peer = peer;
+    d.comm = comm;
+    return submit(d, stream);
+  });
+}
+
+}  // namespace
+
+extern "C" {
+
+WEFT_API weftResult_t weftAllReduce(const void* sendbuff, void* recvbuff, size_t count, weftDataType_t datatype,
+                                    weftRedOp_t op, weftComm_t comm, weftStream_t stream) {
+  return collective("weftAllReduce", Coll::AllReduce, sendbuff, recvbuff, count, datatype, op, 0, comm, stream);
+}
+
+WEFT_API weftResult_t weftReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
+                                        weftDataType_t datatype, weftRedOp_t op, weftComm_t comm,
+                                        weftStream_t stream) {
+  return collective("weftReduceScatter", Coll::ReduceScatter, sendbuff, recvbuff, recvcount, datatype, op, 0, comm,
+                    stream);
+}
+
+WEFT_API weftResult_t weftAllGather(const void* sendbuff, void* recvbuff, size_t sendcount, weftDataType_t datatype,
+                                    weftComm_t comm, weftStream_t stream) {
+  return collective("weftAllGather", Coll::AllGather, sendbuff, recvbuff, sendcount, datatype, weftSum, 0, comm,
+                    stream);
+}
+
+WEFT_API weftResult_t weftBroadcast(const void* sendbuff, void* recvbuff, size_t count, weftDataType_t datatype,
+                                    int root, weftComm_t comm, weftStream_t stream) {
+  return collective("weftBroadcast", Coll::Broadcast, sendbuff, recvbuff, count, datatype, weftSum, root, comm,
+                    stream);
+}
+
+WEFT_API weftResult_t weftBcast(void* buff, size_t count, weftDataType_t datatype, int root, weftComm_t comm,
+                                weftStream_t stream) {
+  return collective("weftBcast", Coll::Broadcast, buff, buff, count, datatype, weftSum, root, comm, stream);
+}
+
+WEFT_API weftResult_t weftReduce(const void* sendbuff, void* recvbuff, size_t count, weftDataType_t datatype,
+                                 weftRedOp_t op, int root, weftComm_t comm, weftStream_t stream) {
+  return collective("weftReduce", Coll::Reduce, sendbuff, recvbuff, count, datatype, op, root, comm, stream);
+}
+
+WEFT_API weftResult_t weftAlltoAll(const void* sendbuff, void* recvbuff, size_t count, weftDataType_t datatype,
+                                   weftComm_t comm, weftStream_t stream) {
+  return collective("weftAlltoAll", Coll::AllToAll, sendbuff, recvbuff, count, datatype, weftSum, 0, comm, stream);
+}
+
+WEFT_API weftResult_t weftSend(const void* sendbuff, size_t count, weftDataType_t datatype, int peer,
+                               weftComm_t comm, weftStream_t stream) {
+  return pointToPoint("weftSend", true, sendbuff, nullptr, count, datatype, peer, comm, stream);
+}
+
+WEFT_API weftResult_t weftRecv(void* recvbuff, size_t count, weftDataType_t datatype, int peer, weftComm_t comm,
+                               weftStream_t stream) {
+  return pointToPoint("weftRecv", false, nullptr, recvbuff, count, datatype, peer, comm, stream);
+}
+
+WEFT_API weftResult_t weftGroupStart(void) { return groupStart(); }
+WEFT_API weftResult_t weftGroupEnd(void) { return guarded([] { return groupEnd(); }); }
+
+WEFT_API weftResult_t weftRedOpCreatePreMulSum(weftRedOp_t* op, void* scalar, weftDataType_t datatype,
+                                               weftScalarResidence_t residence, weftComm_t comm) {
+  if (weftResult_t r = checkComm(comm, "weftRedOpCreatePreMulSum")) return r;
+  return guarded([&] {
+    if (!op || !scalar) raise(weftInvalidArgument, "weftRedOpCreatePreMulSum: op or scalar is NULL");
+    if (static_cast<int>(datatype) < 0 || datatype >= weftNumTypes)
+      raise(weftInvalidArgument, "weftRedOpCreatePreMulSum: unknown data type %d", static_cast<int>(datatype));
+    if (residence != weftScalarHostImmediate)
+      raise(weftInvalidArgument,
+            "weftRedOpCreatePreMulSum: only weftScalarHostImmediate is supported for host communicators");
+    UserRedOp u;
+    u.live = true;
+    u.type = datatype;
+    memcpy(u.scalar, scalar, kernels::typeSize(datatype));
+    std::lock_guard<std::mutex> lock(comm->redOpMutex);
+    size_t idx = 0;
+    while (idx < comm->userOps.size() && comm->userOps[idx].live) idx++;
+    if (idx == comm->userOps.size()) comm->userOps.push_back(u);
+    else comm->userOps[idx] = u;
+    *op = static_cast<weftRedOp_t>(weftNumOps + idx);
+    return weftSuccess;
+  });
+}
+
+WEFT_API weftResult_t weftRedOpDestroy(weftRedOp_t op, weftComm_t comm) {
+  if (weftResult_t r = checkComm(comm, "weftRedOpDestroy")) return r;
+  std::lock_guard<std::mutex> lock(comm->redOpMutex);
+  long idx = static_cast<long>(op) - weftNumOps;
+  if (idx < 0 || idx >= static_cast<long>(comm->userOps.size()) || !comm->userOps[idx].live) {
+    WEFT_WARN("weftRedOpDestroy: op %d is not a user-created operation of this communicator", static_cast<int>(op));
+    return weftInvalidArgument;
+  }
+  comm->userOps[idx].live = false;
+  return weftSuccess;
+}
+
+}  // extern "C"

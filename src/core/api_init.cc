@@ -1,0 +1,261 @@
+// C API: versions, errors, communicator lifecycle.
+#include <algorithm>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "src/core/api_guard.h"
+#include "src/core/comm.h"
+#include "src/core/host_stream.h"
+#include "src/util/clock.h"
+#include "src/util/env.h"
+
+using namespace weft;
+
+namespace {
+
+int64_t idTimeoutMs() { return envInt("WEFT_TIMEOUT_MS", 300000); }
+
+// Waits (bounded) until no operation of comm is queued or running.
+bool drain(weftComm* comm, int64_t timeoutMs) {
+  std::unique_lock<std::mutex> lock(comm->inflightMutex);
+  return comm->inflightCv.wait_for(lock, std::chrono::milliseconds(timeoutMs), [comm] { return comm->inflight == 0; });
+}
+
+}  // namespace
+
+extern "C" {
+
+WEFT_API weftResult_t weftGetVersion(int* version) {
+  if (!version) {
+    WEFT_WARN("weftGetVersion: version is NULL");
+    return weftInvalidArgument;
+  }
+  *version = WEFT_VERSION_CODE;
+  return weftSuccess;
+}
+
+WEFT_API const char* weftGetErrorString(weftResult_t result) {
+  switch (result) {
+    case weftSuccess: return "no error";
+    case weftUnhandledCudaError: return "unhandled cuda error (run with WEFT_DEBUG=WARN for details)";
+    case weftSystemError: return "unhandled system error (run with WEFT_DEBUG=WARN for details)";
+    case weftInternalError: return "internal error - please report this issue to the weft developers";
+    case weftInvalidArgument: return "invalid argument (run with WEFT_DEBUG=WARN for details)";
+    case weftInvalidUsage: return "invalid usage (run with WEFT_DEBUG=WARN for details)";
+    case weftRemoteError: return "remote process exited or there was a network error";
+    case weftInProgress: return "operation in progress";
+    case weftTimeout: return "operation timed out (WEFT_TIMEOUT_MS)";
+    default: return "unknown result code";
+  }
+}
+
+WEFT_API const char* weftGetLastError(weftComm_t comm) {
+  if (comm && isLiveComm(comm)) {
+    std::lock_guard<std::mutex> lock(comm->errorMutex);
+    if (!comm->lastError.empty()) {
+      thread_local std::string copy;
+      copy = comm->lastError;
+      return copy.c_str();
+    }
+  }
+  return lastError().c_str();
+}
+
+WEFT_API weftResult_t weftGetUniqueId(weftUniqueId* uniqueId) {
+  return guarded([&] {
+    if (!uniqueId) raise(weftInvalidArgument, "weftGetUniqueId: uniqueId is NULL");
+    createUniqueId(uniqueId, idTimeoutMs());
+    return weftSuccess;
+  });
+}
+
+WEFT_API weftResult_t weftCommInitRankConfig(weftComm_t* comm, int nranks, weftUniqueId commId, int rank,
+                                             weftConfig_t* config) {
+  return guarded([&] {
+    if (!comm) raise(weftInvalidArgument, "weftCommInitRank: comm is NULL");
+    *comm = nullptr;
+    *comm = createComm(commId, nranks, rank, config);
+    return weftSuccess;
+  });
+}
+
+WEFT_API weftResult_t weftCommInitRank(weftComm_t* comm, int nranks, weftUniqueId commId, int rank) {
+  return weftCommInitRankConfig(comm, nranks, commId, rank, nullptr);
+}
+
+WEFT_API weftResult_t weftCommInitAll(weftComm_t* comms, int ndev, const int* devlist) {
+  return guarded([&] {
+    if (!comms) raise(weftInvalidArgument, "weftCommInitAll: comms is NULL");
+    if (ndev < 1) raise(weftInvalidArgument, "weftCommInitAll: ndev=%d must be at least 1", ndev);
+    weftUniqueId id;
+    createUniqueId(&id, idTimeoutMs());
+    std::vector<weftResult_t> results(ndev, weftSuccess);
+    std::vector<std::thread> threads;
+    for (int r = 0; r < ndev; r++)
+      threads.emplace_back([&, r] {
+        results[r] = weftCommInitRank(&comms[r], ndev, id, r);
+        if (results[r] == weftSuccess && devlist) comms[r]->cudaDev = devlist[r];
+      });
+    for (auto& t : threads) t.join();
+    for (int r = 0; r < ndev; r++)
+      if (results[r] != weftSuccess) {
+        for (int k = 0; k < ndev; k++)
+          if (results[k] == weftSuccess) weftCommAbort(comms[k]);
+        return results[r];
+      }
+    return weftSuccess;
+  });
+}
+
+WEFT_API weftResult_t weftCommSplit(weftComm_t comm, int color, int key, weftComm_t* newcomm, weftConfig_t* config) {
+  if (weftResult_t r = checkComm(comm, "weftCommSplit")) return r;
+  return guarded([&] {
+    if (!newcomm) raise(weftInvalidArgument, "weftCommSplit: newcomm is NULL");
+    if (color < 0 && color != WEFT_SPLIT_NOCOLOR)
+      raise(weftInvalidArgument, "weftCommSplit: color=%d must be >= 0 or WEFT_SPLIT_NOCOLOR", color);
+    if (weftResult_t e = comm->getAsyncError()) return e;
+    *newcomm = nullptr;
+    struct Entry {
+      int color, key, rank;
+    };
+    std::vector<Entry> all(comm->nranks);
+    all[comm->rank] = {color, key, comm->rank};
+    comm->bootstrap->allGather(all.data(), sizeof(Entry));
+    const uint64_t tag = kTagSplit | comm->splitSeq++;
+    if (color == WEFT_SPLIT_NOCOLOR) return weftSuccess;
+    std::vector<Entry> group;
+    for (const Entry& e : all)
+      if (e.color == color) group.push_back(e);
+    std::stable_sort(group.begin(), group.end(),
+                     [](const Entry& a, const Entry& b) { return a.key != b.key ? a.key < b.key : a.rank < b.rank; });
+    int newRank = 0;
+    while (group[newRank].rank != comm->rank) newRank++;
+    // The group's lowest parent rank creates the id and hands it out.
+    int leader = comm->nranks;
+    for (const Entry& e : group) leader = std::min(leader, e.rank);
+    weftUniqueId id;
+    if (comm->rank == leader) {
+      createUniqueId(&id, comm->timeoutMs);
+      for (const Entry& e : group)
+        if (e.rank != leader) comm->bootstrap->send(e.rank, tag, &id, sizeof(id));
+    } else {
+      comm->bootstrap->recv(leader, tag, &id, sizeof(id));
+    }
+    weftConfig_t cfg = WEFT_CONFIG_INITIALIZER;
+    if (config) cfg = *config;
+    if (cfg.timeoutMs == WEFT_CONFIG_UNDEF_INT) cfg.timeoutMs = static_cast<int>(comm->timeoutMs);
+    *newcomm = createComm(id, static_cast<int>(group.size()), newRank, &cfg);
+    (*newcomm)->cudaDev = comm->cudaDev;
+    return weftSuccess;
+  });
+}
+
+WEFT_API weftResult_t weftCommFinalize(weftComm_t comm) {
+  if (weftResult_t r = checkComm(comm, "weftCommFinalize")) return r;
+  if (!drain(comm, comm->timeoutMs)) {
+    WEFT_WARN("weftCommFinalize: operations still running after %ld ms", static_cast<long>(comm->timeoutMs));
+    return weftTimeout;
+  }
+  return comm->getAsyncError();
+}
+
+WEFT_API weftResult_t weftCommDestroy(weftComm_t comm) {
+  if (weftResult_t r = checkComm(comm, "weftCommDestroy")) return r;
+  return guarded([&] {
+    if (!drain(comm, comm->timeoutMs)) {
+      // Work is stuck: stop it rather than free memory it still uses.
+      comm->aborting = true;
+      ring(comm->bell);
+      comm->bootstrap->abort();
+      drain(comm, comm->timeoutMs);
+    }
+    unregisterComm(comm);
+    comm->bootstrap->shutdown();
+    delete comm;
+    return weftSuccess;
+  });
+}
+
+WEFT_API weftResult_t weftCommAbort(weftComm_t comm) {
+  if (weftResult_t r = checkComm(comm, "weftCommAbort")) return r;
+  return guarded([&] {
+    comm->aborting = true;
+    comm->setAsyncError(weftRemoteError, "communicator aborted");
+    ring(comm->bell);
+    comm->bootstrap->abort();
+    // In-flight work sees the flag within one sleep slice of the executor.
+    drain(comm, comm->timeoutMs);
+    unregisterComm(comm);
+    delete comm;
+    return weftSuccess;
+  });
+}
+
+WEFT_API weftResult_t weftCommGetAsyncError(weftComm_t comm, weftResult_t* asyncError) {
+  if (weftResult_t r = checkComm(comm, "weftCommGetAsyncError")) return r;
+  if (!asyncError) {
+    WEFT_WARN("weftCommGetAsyncError: asyncError is NULL");
+    return weftInvalidArgument;
+  }
+  *asyncError = comm->getAsyncError();
+  return weftSuccess;
+}
+
+WEFT_API weftResult_t weftCommCount(const weftComm_t comm, int* count) {
+  if (weftResult_t r = checkComm(comm, "weftCommCount")) return r;
+  if (!count) return weftInvalidArgument;
+  *count = comm->nranks;
+  return weftSuccess;
+}
+
+WEFT_API weftResult_t weftCommCuDevice(const weftComm_t comm, int* device) {
+  if (weftResult_t r = checkComm(comm, "weftCommCuDevice")) return r;
+  if (!device) return weftInvalidArgument;
+  *device = comm->cudaDev;
+  return weftSuccess;
+}
+
+WEFT_API weftResult_t weftCommUserRank(const weftComm_t comm, int* rank) {
+  if (weftResult_t r = checkComm(comm, "weftCommUserRank")) return r;
+  if (!rank) return weftInvalidArgument;
+  *rank = comm->rank;
+  return weftSuccess;
+}
+
+WEFT_API weftResult_t weftHostStreamCreate(weftStream_t* stream) {
+  return guarded([&] {
+    if (!stream) raise(weftInvalidArgument, "weftHostStreamCreate: stream is NULL");
+    *stream = registerHostStream(new HostStream());
+    return weftSuccess;
+  });
+}
+
+WEFT_API weftResult_t weftHostStreamSynchronize(weftStream_t stream) {
+  HostStream* s = findHostStream(stream);
+  if (!s) {
+    WEFT_WARN("weftHostStreamSynchronize: %p is not a live host stream", stream);
+    return weftInvalidArgument;
+  }
+  return s->synchronize();
+}
+
+WEFT_API weftResult_t weftHostStreamQuery(weftStream_t stream) {
+  HostStream* s = findHostStream(stream);
+  if (!s) {
+    WEFT_WARN("weftHostStreamQuery: %p is not a live host stream", stream);
+    return weftInvalidArgument;
+  }
+  return s->query();
+}
+
+WEFT_API weftResult_t weftHostStreamDestroy(weftStream_t stream) {
+  if (!unregisterHostStream(stream)) {
+    WEFT_WARN("weftHostStreamDestroy: %p is not a live host stream", stream);
+    return weftInvalidArgument;
+  }
+  delete static_cast<HostStream*>(stream);
+  return weftSuccess;
+}
+
+}  // extern "C"

@@ -1,0 +1,100 @@
+// The communicator: what one rank knows and owns.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "algorithms/plan.h"
+#include "src/bootstrap/bootstrap.h"
+#include "src/kernels/reduce.h"
+#include "transports/shm/shm_segment.h"
+#include "transports/transport.h"
+#include "weft/weft.h"
+
+namespace weft {
+
+class Connections;
+class PlanCache;
+
+// A PreMulSum created by weftRedOpCreatePreMulSum.
+struct UserRedOp {
+  bool live = false;
+  weftDataType_t type = weftFloat32;
+  alignas(8) unsigned char scalar[8] = {};
+};
+
+}  // namespace weft
+
+// The C handle's target. Lives in the global namespace because weft.h
+// declares `typedef struct weftComm* weftComm_t`.
+struct weftComm {
+  static constexpr uint64_t kMagic = 0x7765667443306d6dull;
+  uint64_t magic = kMagic;
+
+  int rank = 0;
+  int nranks = 1;
+  int cudaDev = -1;
+  std::string name;  // config.commName or "comm"
+  int64_t timeoutMs = 0;
+  int nChannels = 1;
+  weft::plan::FifoGeometry geometry;
+
+  std::unique_ptr<weft::Bootstrap> bootstrap;
+  std::vector<weft::PeerInfo> peers;
+
+  // This rank's executor doorbell, in a shm segment that peers on the same
+  // host map.
+  weft::ShmSegment bellSegment;
+  weft::Doorbell* bell = nullptr;
+
+  std::unique_ptr<weft::Connections> connections;
+  std::unique_ptr<weft::PlanCache> plans;
+
+  // Serialises execution of this communicator's operations.
+  std::mutex execMutex;
+  // Scratch space for plans that need it, grown on demand.
+  std::vector<char> scratch;
+
+  std::atomic<bool> aborting{false};
+  std::atomic<int> asyncError{weftSuccess};
+  std::mutex errorMutex;
+  std::string lastError;
+
+  // Operations enqueued on host streams and not yet finished.
+  std::mutex inflightMutex;
+  std::condition_variable inflightCv;
+  int inflight = 0;
+
+  std::mutex redOpMutex;
+  std::vector<weft::UserRedOp> userOps;  // index = op - weftNumOps
+
+  uint64_t splitSeq = 0;  // CommSplit calls so far (tags their messages)
+
+  weftComm();
+  ~weftComm();
+
+  void setAsyncError(weftResult_t code, const std::string& why);
+  weftResult_t getAsyncError() const { return static_cast<weftResult_t>(asyncError.load()); }
+};
+
+namespace weft {
+
+// Live communicators; API calls check membership so that a destroyed or
+// garbage handle is an error, not a crash.
+void registerComm(weftComm* comm);
+void unregisterComm(weftComm* comm);
+bool isLiveComm(const weftComm* comm);
+
+// Builds and connects a communicator (the work of weftCommInitRank).
+weftComm* createComm(const weftUniqueId& id, int nranks, int rank, const weftConfig_t* config);
+
+// Bootstrap tags: the high byte says what the message is for.
+enum TagKind : uint64_t { kTagConnect = 1ull << 56, kTagSplit = 2ull << 56, kTagPeerInfo = 3ull << 56 };
+
+}  // namespace weft

@@ -1,0 +1,99 @@
+#include "src/core/connections.h"
+
+#include <algorithm>
+#include <set>
+#include <strings.h>
+
+#include "src/core/comm.h"
+#include "src/util/env.h"
+#include "src/util/error.h"
+#include "src/util/log.h"
+
+namespace weft {
+
+Connections::Connections(weftComm* comm) : comm_(comm) {
+  ctx_.bootstrap = comm->bootstrap.get();
+  ctx_.rank = comm->rank;
+  ctx_.nranks = comm->nranks;
+  ctx_.peers = &comm->peers;
+  ctx_.geometry = comm->geometry;
+  ctx_.localBell = comm->bell;
+  ctx_.secret = comm->bootstrap->secret();
+  ctx_.timeoutMs = comm->timeoutMs;
+  ctx_.abortFlag = &comm->aborting;
+  ctx_.onAsyncError = [comm](weftResult_t code, const std::string& why) { comm->setAsyncError(code, why); };
+  shm_ = makeShmTransport();
+  socket_ = makeSocketTransport();
+}
+
+Connections::~Connections() = default;
+
+Transport* Connections::choose(int peer, std::string* why) {
+  if (envBool("WEFT_SHM_DISABLE", false)) {
+    *why = "WEFT_SHM_DISABLE=1";
+  } else if (shm_->canConnect(ctx_, peer, why)) {
+    *why = "same host";
+    return shm_.get();
+  }
+  std::string net = envString("WEFT_NET").value_or("");
+  if (!net.empty() && strcasecmp(net.c_str(), "Socket") != 0)
+    raise(weftInvalidUsage, "WEFT_NET=%s: only Socket is available in this build", net.c_str());
+  return socket_.get();
+}
+
+void Connections::connectEdges(std::vector<Edge> edges) {
+  std::sort(edges.begin(), edges.end());
+  for (const Edge& e : edges) {
+    const bool sending = e.sender == comm_->rank;
+    const int peer = sending ? e.receiver : e.sender;
+    auto& table = sending ? sends_ : recvs_;
+    if (table.count({peer, e.conn})) continue;
+    std::string why;
+    Transport* t = choose(peer, &why);
+    const uint64_t tag = kTagConnect | (uint64_t(e.conn) << 44) | (uint64_t(e.sender) << 22) | uint64_t(e.receiver);
+    std::unique_ptr<Connection> c = sending ? t->connectSend(ctx_, peer, tag) : t->connectRecv(ctx_, peer, tag);
+    WEFT_INFO(kInit, "conn %d : %d -> %d via %s: %s", e.conn, e.sender, e.receiver, c->describe().c_str(),
+              why.c_str());
+    table[{peer, e.conn}] = std::move(c);
+  }
+}
+
+void Connections::ensure(const plan::Plan& p) {
+  std::set<Edge> need;
+  const int me = comm_->rank;
+  for (const auto& ch : p.channels)
+    for (const auto& st : ch.steps) {
+      for (int i = 0; i < st.nSend; i++)
+        if (!sends_.count({st.sendPeer[i], st.conn})) need.insert({me, st.sendPeer[i], st.conn});
+      for (int i = 0; i < st.nRecv; i++)
+        if (!recvs_.count({st.recvPeer[i], st.conn})) need.insert({st.recvPeer[i], me, st.conn});
+    }
+  if (!need.empty()) connectEdges({need.begin(), need.end()});
+}
+
+void Connections::ensureRing(const std::vector<int>& order, int nChannels) {
+  const int n = static_cast<int>(order.size());
+  if (n < 2) return;
+  int pos = static_cast<int>(std::find(order.begin(), order.end(), comm_->rank) - order.begin());
+  int next = order[(pos + 1) % n], prev = order[(pos + n - 1) % n];
+  std::vector<Edge> edges;
+  for (int c = 0; c < nChannels; c++) {
+    edges.push_back({comm_->rank, next, c});
+    edges.push_back({prev, comm_->rank, c});
+  }
+  connectEdges(edges);
+}
+
+FifoEnd Connections::send(int peer, int conn) const {
+  auto it = sends_.find({peer, conn});
+  if (it == sends_.end()) raise(weftInternalError, "no connection to rank %d (conn %d)", peer, conn);
+  return it->second->fifo();
+}
+
+FifoEnd Connections::recv(int peer, int conn) const {
+  auto it = recvs_.find({peer, conn});
+  if (it == recvs_.end()) raise(weftInternalError, "no connection from rank %d (conn %d)", peer, conn);
+  return it->second->fifo();
+}
+
+}  // namespace weft

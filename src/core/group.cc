@@ -1,0 +1,124 @@
+#include "src/core/group.h"
+
+#include <map>
+#include <thread>
+#include <vector>
+
+#include "src/core/comm.h"
+#include "src/core/host_stream.h"
+#include "src/core/launch.h"
+#include "src/util/error.h"
+#include "src/util/log.h"
+
+namespace weft {
+namespace {
+
+struct PendingGroup {
+  int depth = 0;
+  std::vector<OpDesc> ops;
+  weftStream_t stream = nullptr;
+};
+
+thread_local PendingGroup tlsGroup;
+
+// Runs one communicator's batch, turning errors into result codes. A failure
+// that leaves the communicator unusable (a dead peer, a timeout, a mismatch)
+// becomes its asynchronous error.
+weftResult_t runGuarded(weftComm_t comm, const std::vector<OpDesc>& ops) {
+  setLogRank(comm->rank);
+  try {
+    runBatch(comm, ops);
+    return weftSuccess;
+  } catch (const Error& e) {
+    if (e.code() == weftRemoteError || e.code() == weftTimeout || e.code() == weftInternalError ||
+        e.code() == weftSystemError)
+      comm->setAsyncError(e.code(), e.what());
+    return e.code();
+  } catch (const std::exception& e) {
+    comm->setAsyncError(weftInternalError, e.what());
+    return weftInternalError;
+  }
+}
+
+void inflightAdd(weftComm_t comm, int delta) {
+  std::lock_guard<std::mutex> lock(comm->inflightMutex);
+  comm->inflight += delta;
+  if (comm->inflight == 0) comm->inflightCv.notify_all();
+}
+
+// Several communicators in one group (one thread driving several ranks)
+// must progress together, so each gets a thread of its own.
+weftResult_t runAll(const std::map<weftComm_t, std::vector<OpDesc>>& batches, const std::vector<weftComm_t>& order) {
+  weftResult_t result = weftSuccess;
+  if (order.size() == 1) {
+    result = runGuarded(order[0], batches.at(order[0]));
+  } else {
+    std::vector<weftResult_t> results(order.size(), weftSuccess);
+    std::vector<std::thread> threads;
+    for (size_t i = 0; i < order.size(); i++)
+      threads.emplace_back([&, i] { results[i] = runGuarded(order[i], batches.at(order[i])); });
+    for (auto& t : threads) t.join();
+    for (weftResult_t r : results)
+      if (r != weftSuccess && result == weftSuccess) result = r;
+  }
+  for (weftComm_t c : order) inflightAdd(c, -1);
+  return result;
+}
+
+weftResult_t dispatch(std::vector<OpDesc> ops, weftStream_t stream) {
+  if (ops.empty()) return weftSuccess;
+  auto batches = std::make_shared<std::map<weftComm_t, std::vector<OpDesc>>>();
+  auto order = std::make_shared<std::vector<weftComm_t>>();
+  for (OpDesc& op : ops) {
+    auto& b = (*batches)[op.comm];
+    if (b.empty()) order->push_back(op.comm);
+    b.push_back(op);
+  }
+  for (weftComm_t c : *order) inflightAdd(c, +1);
+  if (!stream) return runAll(*batches, *order);
+  HostStream* hs = findHostStream(stream);
+  hs->enqueue([batches, order] { return runAll(*batches, *order); });
+  return weftSuccess;
+}
+
+}  // namespace
+
+weftResult_t checkHostStream(weftStream_t stream) {
+  if (!stream || findHostStream(stream)) return weftSuccess;
+  WEFT_WARN("stream %p is neither NULL nor a live weft host stream (device buffers need CUDA)", stream);
+  return weftInvalidArgument;
+}
+
+weftResult_t submit(const OpDesc& op, weftStream_t stream) {
+  if (tlsGroup.depth > 0) {
+    if (!tlsGroup.ops.empty() && tlsGroup.stream != stream) {
+      WEFT_WARN("group mixes streams %p and %p: all operations of a group must use one stream", tlsGroup.stream,
+                stream);
+      return weftInvalidUsage;
+    }
+    tlsGroup.stream = stream;
+    tlsGroup.ops.push_back(op);
+    return weftSuccess;
+  }
+  return dispatch({op}, stream);
+}
+
+weftResult_t groupStart() {
+  tlsGroup.depth++;
+  return weftSuccess;
+}
+
+weftResult_t groupEnd() {
+  if (tlsGroup.depth == 0) {
+    WEFT_WARN("weftGroupEnd without a matching weftGroupStart");
+    return weftInvalidUsage;
+  }
+  if (--tlsGroup.depth > 0) return weftSuccess;
+  std::vector<OpDesc> ops = std::move(tlsGroup.ops);
+  tlsGroup.ops.clear();
+  weftStream_t stream = tlsGroup.stream;
+  tlsGroup.stream = nullptr;
+  return dispatch(std::move(ops), stream);
+}
+
+}  // namespace weft

@@ -1,0 +1,45 @@
+// Host streams: ordered queues of host-buffer work, each run by its own
+// worker thread, so the caller can overlap compute with communication.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <thread>
+
+#include "weft/weft.h"
+
+namespace weft {
+
+class HostStream {
+ public:
+  HostStream();
+  ~HostStream();  // finishes queued work first
+
+  // Queues `task`; it runs after everything queued before it. A task returns
+  // its result; the first failure is remembered and reported by
+  // synchronize/query.
+  void enqueue(std::function<weftResult_t()> task);
+  weftResult_t synchronize();
+  weftResult_t query();
+
+ private:
+  void loop();
+
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::deque<std::function<weftResult_t()>> queue_;
+  bool running_ = false;  // a task is executing
+  bool stop_ = false;
+  weftResult_t error_ = weftSuccess;
+  std::thread worker_;
+};
+
+// Registry of live streams: weftStream_t is an opaque pointer that may also
+// be a cudaStream_t, so a lookup tells the two apart.
+HostStream* findHostStream(weftStream_t s);
+weftStream_t registerHostStream(HostStream* s);
+bool unregisterHostStream(weftStream_t s);
+
+}  // namespace weft

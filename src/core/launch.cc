@@ -1,0 +1,97 @@
+#include "src/core/launch.h"
+
+#include <map>
+#include <memory>
+#include <tuple>
+
+#include "algorithms/p2p.h"
+#include "algorithms/ring.h"
+#include "src/core/comm.h"
+#include "src/core/connections.h"
+#include "src/core/plan_cache.h"
+#include "src/exec/host/host_executor.h"
+#include "src/util/error.h"
+#include "src/util/log.h"
+
+namespace weft {
+namespace {
+
+HostExecContext execContext(weftComm_t comm) {
+  HostExecContext ctx;
+  ctx.bell = comm->bell;
+  ctx.abortFlag = &comm->aborting;
+  ctx.asyncError = [comm] { return comm->getAsyncError(); };
+  ctx.timeoutMs = comm->timeoutMs;
+  ctx.rank = comm->rank;
+  return ctx;
+}
+
+void execute(weftComm_t comm, const plan::Plan& p, std::span<const BufferBinding> bindings,
+             const kernels::RedOp& op) {
+  comm->connections->ensure(p);
+  if (p.scratchElems) {
+    size_t bytes = p.scratchElems * p.elemSize;
+    if (comm->scratch.size() < bytes) comm->scratch.resize(bytes);
+  }
+  FifoLookup fifos;
+  Connections* conns = comm->connections.get();
+  fifos.send = [conns](int peer, int conn) { return conns->send(peer, conn); };
+  fifos.recv = [conns](int peer, int conn) { return conns->recv(peer, conn); };
+  runHostPlan(p, bindings, comm->scratch.data(), op, fifos, execContext(comm));
+}
+
+void runCollective(weftComm_t comm, const OpDesc& op) {
+  algo::CollArgs a;
+  a.coll = op.coll;
+  a.nranks = comm->nranks;
+  a.rank = comm->rank;
+  a.count = op.count;
+  a.elemSize = static_cast<uint32_t>(kernels::typeSize(op.type));
+  a.root = op.root;
+  a.nChannels = comm->nChannels;
+  a.geometry = comm->geometry;
+  std::shared_ptr<const plan::Plan> p = comm->plans->get(a, [&] {
+    return op.coll == plan::Coll::AllToAll ? algo::buildAllToAll(a) : algo::buildRing(a);
+  });
+  WEFT_INFO(kColl, "%s count %zu type %s op %d root %d: ring, %d channel(s), %zu steps", plan::collName(op.coll),
+            op.count, kernels::typeName(op.type), static_cast<int>(op.op.kind), op.root, a.nChannels,
+            p->stepCount());
+  BufferBinding b{op.send, op.recv};
+  execute(comm, *p, {&b, 1}, op.op);
+}
+
+void runPointToPoint(weftComm_t comm, const std::vector<const OpDesc*>& ops) {
+  std::vector<algo::P2POp> calls;
+  std::vector<BufferBinding> bindings;
+  uint32_t elemSize = 0;
+  for (const OpDesc* op : ops) {
+    algo::P2POp c;
+    c.isSend = op->isSend;
+    c.peer = op->peer;
+    // Point-to-point moves bytes: count them in bytes so calls of different
+    // types share one plan.
+    c.count = op->count * kernels::typeSize(op->type);
+    c.bind = static_cast<uint16_t>(bindings.size());
+    calls.push_back(c);
+    bindings.push_back({op->send, op->recv});
+    elemSize = 1;
+  }
+  plan::Plan p = algo::buildP2P(comm->nranks, comm->rank, elemSize, calls);
+  kernels::RedOp copyOp;
+  copyOp.type = weftUint8;
+  execute(comm, p, bindings, copyOp);
+}
+
+}  // namespace
+
+void runBatch(weftComm_t comm, const std::vector<OpDesc>& ops) {
+  std::lock_guard<std::mutex> lock(comm->execMutex);
+  std::vector<const OpDesc*> p2p;
+  for (const OpDesc& op : ops) {
+    if (op.coll == plan::Coll::SendRecv) p2p.push_back(&op);
+    else runCollective(comm, op);
+  }
+  if (!p2p.empty()) runPointToPoint(comm, p2p);
+}
+
+}  // namespace weft

@@ -1,0 +1,15 @@
+// From validated calls to a plan run by the host executor.
+#pragma once
+
+#include <vector>
+
+#include "src/core/op.h"
+
+namespace weft {
+
+// Runs a batch of operations of one communicator, in order: collectives one
+// after the other, all point-to-point calls of the batch together as one plan
+// (so sends and receives in a group cannot deadlock). Throws weft::Error.
+void runBatch(weftComm_t comm, const std::vector<OpDesc>& ops);
+
+}  // namespace weft

@@ -1,0 +1,25 @@
+// One validated user call, ready to run.
+#pragma once
+
+#include <cstddef>
+
+#include "algorithms/plan.h"
+#include "src/kernels/reduce.h"
+#include "weft/weft.h"
+
+namespace weft {
+
+struct OpDesc {
+  plan::Coll coll = plan::Coll::AllReduce;
+  const void* send = nullptr;
+  void* recv = nullptr;
+  size_t count = 0;
+  weftDataType_t type = weftFloat32;
+  kernels::RedOp op;
+  int root = 0;
+  int peer = -1;        // Send/Recv only
+  bool isSend = false;  // Send/Recv only
+  weftComm_t comm = nullptr;
+};
+
+}  // namespace weft

@@ -1,0 +1,230 @@
+#include "src/exec/host/host_executor.h"
+
+#include <cstring>
+#include <vector>
+
+#include "src/util/clock.h"
+#include "src/util/error.h"
+#include "src/util/log.h"
+
+namespace weft {
+namespace {
+
+using plan::Buf;
+using plan::Step;
+
+struct StepFifos {
+  FifoEnd in[2];
+  FifoEnd out[2];
+};
+
+struct ChannelCursor {
+  const std::vector<Step>* steps = nullptr;
+  std::vector<StepFifos> fifos;  // resolved once per run, per step
+  size_t step = 0;
+  uint64_t done = 0;  // elements of the current step already moved
+  bool finished() const { return step >= steps->size(); }
+};
+
+class Runner {
+ public:
+  Runner(const plan::Plan& p, std::span<const BufferBinding> b, void* scratch, const kernels::RedOp& op,
+         const HostExecContext& ctx)
+      : plan_(p), bindings_(b), scratch_(static_cast<char*>(scratch)), op_(op), ctx_(ctx),
+        elem_(p.elemSize) {}
+
+  void prepare(const FifoLookup& fifos) {
+    cursors_.resize(plan_.channels.size());
+    for (size_t c = 0; c < plan_.channels.size(); c++) {
+      auto& cur = cursors_[c];
+      cur.steps = &plan_.channels[c].steps;
+      cur.fifos.resize(cur.steps->size());
+      for (size_t s = 0; s < cur.steps->size(); s++) {
+        const Step& st = (*cur.steps)[s];
+        for (int i = 0; i < st.nRecv; i++) cur.fifos[s].in[i] = fifos.recv(st.recvPeer[i], st.conn);
+        for (int i = 0; i < st.nSend; i++) cur.fifos[s].out[i] = fifos.send(st.sendPeer[i], st.conn);
+      }
+    }
+  }
+
+  void run() {
+    const int spins = spinCount();
+    int64_t lastProgress = nowNs();
+    const int64_t timeoutNs = ctx_.timeoutMs * 1000000;
+    int idle = 0;
+    for (;;) {
+      uint32_t seen = ctx_.bell->seq.load(std::memory_order_acquire);
+      bool progressed = false, allDone = true;
+      for (auto& cur : cursors_) {
+        while (!cur.finished() && advance(cur)) progressed = true;
+        if (!cur.finished()) allDone = false;
+      }
+      if (allDone) return;
+      if (progressed) {
+        lastProgress = nowNs();
+        idle = 0;
+        continue;
+      }
+      checkHealth(lastProgress, timeoutNs);
+      if (++idle < spins) {
+        cpuRelax();
+        continue;
+      }
+      // Sleep in bounded slices so abort and timeouts are noticed even if
+      // nobody rings.
+      sleepOn(ctx_.bell, seen, 50 * 1000000ll);
+    }
+  }
+
+ private:
+  char* base(Buf b, uint16_t bind) const {
+    switch (b) {
+      case Buf::Send: return static_cast<char*>(const_cast<void*>(bindings_[bind].send));
+      case Buf::Recv: return static_cast<char*>(bindings_[bind].recv);
+      case Buf::Scratch: return scratch_;
+      case Buf::None: return nullptr;
+    }
+    return nullptr;
+  }
+
+  void checkHealth(int64_t lastProgress, int64_t timeoutNs) {
+    if (ctx_.abortFlag && ctx_.abortFlag->load(std::memory_order_acquire))
+      raise(weftRemoteError, "rank %d: operation aborted (weftCommAbort or a failed peer)", ctx_.rank);
+    if (ctx_.asyncError) {
+      weftResult_t e = ctx_.asyncError();
+      if (e != weftSuccess) throw Error(e, "rank " + std::to_string(ctx_.rank) + ": communicator failed: " +
+                                               weftGetErrorString(e));
+    }
+    for (auto& cur : cursors_) {
+      if (cur.finished()) continue;
+      const Step& st = (*cur.steps)[cur.step];
+      const StepFifos& f = cur.fifos[cur.step];
+      for (int i = 0; i < st.nRecv; i++)
+        if (f.in[i].failed())
+          raise(weftRemoteError, "rank %d: connection from rank %d failed", ctx_.rank, st.recvPeer[i]);
+      for (int i = 0; i < st.nSend; i++)
+        if (f.out[i].failed())
+          raise(weftRemoteError, "rank %d: connection to rank %d failed", ctx_.rank, st.sendPeer[i]);
+    }
+    if (timeoutNs > 0 && nowNs() - lastProgress > timeoutNs) {
+      std::string where;
+      for (size_t c = 0; c < cursors_.size(); c++) {
+        auto& cur = cursors_[c];
+        if (cur.finished()) continue;
+        where += " channel " + std::to_string(c) + " step " + std::to_string(cur.step) + ": " +
+                 plan::describe((*cur.steps)[cur.step]) + ";";
+      }
+      raise(weftTimeout, "rank %d: %s made no progress for %ld ms (WEFT_TIMEOUT_MS), waiting at%s", ctx_.rank,
+            plan::collName(plan_.coll), static_cast<long>(ctx_.timeoutMs), where.c_str());
+    }
+  }
+
+  // Moves one piece of the current step, or the whole step when it touches
+  // no FIFO. Returns false when it must wait for a peer.
+  bool advance(ChannelCursor& cur) {
+    const Step& st = (*cur.steps)[cur.step];
+    const StepFifos& f = cur.fifos[cur.step];
+    if (st.count == 0) {
+      nextStep(cur);
+      return true;
+    }
+    const bool usesFifo = st.nRecv || st.nSend;
+    uint64_t n = st.count - cur.done;
+    if (usesFifo) {
+      uint64_t piece = plan::pieceElems(FifoGeometry(f, st), elem_);
+      if (n > piece) n = piece;
+    }
+    const uint64_t bytes = n * elem_;
+
+    const void* in[2] = {nullptr, nullptr};
+    void* out[2] = {nullptr, nullptr};
+    for (int i = 0; i < st.nRecv; i++) {
+      uint64_t got = 0;
+      in[i] = f.in[i].tryPeek(&got);
+      if (!in[i]) return false;
+      if (got != bytes)
+        raise(weftInternalError,
+              "rank %d: received %lu bytes from rank %d but the plan expects %lu (mismatched collective across "
+              "ranks? check count/type/op/root on every rank)",
+              ctx_.rank, static_cast<unsigned long>(got), st.recvPeer[i], static_cast<unsigned long>(bytes));
+    }
+    for (int i = 0; i < st.nSend; i++) {
+      out[i] = f.out[i].tryAcquire();
+      if (!out[i]) return false;
+    }
+
+    const char* local = st.src != Buf::None ? base(st.src, st.bind) + (st.srcOff + cur.done) * elem_ : nullptr;
+    char* dst = st.dst != Buf::None ? base(st.dst, st.bind) + (st.dstOff + cur.done) * elem_ : nullptr;
+    compute(st, in, local, out, dst, n);
+
+    for (int i = 0; i < st.nSend; i++) f.out[i].post(bytes);
+    for (int i = 0; i < st.nRecv; i++) f.in[i].release();
+    cur.done += n;
+    if (cur.done >= st.count) nextStep(cur);
+    return true;
+  }
+
+  // The step's geometry comes from whichever FIFO it uses (all FIFOs of a
+  // communicator share one geometry).
+  static plan::FifoGeometry FifoGeometry(const StepFifos& f, const Step& st) {
+    const FifoEnd& e = st.nRecv ? f.in[0] : f.out[0];
+    plan::FifoGeometry g;
+    g.slotBytes = e.hdr->slotBytes;
+    g.nSlots = e.hdr->nSlots;
+    return g;
+  }
+
+  void compute(const Step& st, const void* const in[2], const char* local, void* const out[2], char* dst,
+               uint64_t n) {
+    const unsigned pre = (st.flags & plan::kPreOp) ? kernels::kApplyPre : 0;
+    const unsigned post = (st.flags & plan::kPostOp) ? kernels::kApplyPost : 0;
+    // The first output receives the result; the others are copies of it.
+    void* first = st.nSend ? out[0] : dst;
+    if (!first) raise(weftInternalError, "rank %d: plan step has no output: %s", ctx_.rank, plan::describe(st).c_str());
+    switch (st.nRecv) {
+      case 0:
+        if (!local) raise(weftInternalError, "rank %d: plan step has no input: %s", ctx_.rank, plan::describe(st).c_str());
+        kernels::transform(first, local, n, op_, pre | post);
+        break;
+      case 1:
+        if (local) kernels::reduce(first, in[0], local, n, op_, pre | post);
+        else kernels::transform(first, in[0], n, op_, post);
+        break;
+      default:
+        if (local) {
+          kernels::reduce(first, in[0], in[1], n, op_, 0);
+          kernels::reduce(first, first, local, n, op_, pre | post);
+        } else {
+          kernels::reduce(first, in[0], in[1], n, op_, post);
+        }
+        break;
+    }
+    const size_t bytes = n * elem_;
+    if (st.nSend && dst && dst != first) memcpy(dst, first, bytes);
+    for (int i = 1; i < st.nSend; i++) memcpy(out[i], first, bytes);
+  }
+
+  void nextStep(ChannelCursor& cur) {
+    cur.step++;
+    cur.done = 0;
+  }
+
+  const plan::Plan& plan_;
+  std::span<const BufferBinding> bindings_;
+  char* scratch_;
+  const kernels::RedOp& op_;
+  const HostExecContext& ctx_;
+  const uint32_t elem_;
+  std::vector<ChannelCursor> cursors_;
+};
+
+}  // namespace
+
+void runHostPlan(const plan::Plan& plan, std::span<const BufferBinding> bindings, void* scratch,
+                 const kernels::RedOp& op, const FifoLookup& fifos, const HostExecContext& ctx) {
+  Runner r(plan, bindings, scratch, op, ctx);
+  r.prepare(fifos);
+  r.run();
+}
+
+}  // namespace weft

@@ -1,0 +1,45 @@
+// Runs a plan on host buffers.
+//
+// One interpreter for every algorithm: each channel of the plan is a cursor
+// over its steps; the executor advances whichever channel can move (its
+// input slots are posted and its output slots are free), one FIFO piece at a
+// time, and sleeps on the rank's doorbell when none can. Waiting is bounded:
+// no progress for `timeoutMs` is weftTimeout, a failed connection is
+// weftRemoteError, the abort flag ends the run with weftRemoteError.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <span>
+
+#include "algorithms/plan.h"
+#include "src/kernels/reduce.h"
+#include "transports/fifo.h"
+
+namespace weft {
+
+struct BufferBinding {
+  const void* send = nullptr;
+  void* recv = nullptr;
+};
+
+// Where the executor finds the FIFO end for (peer, conn) in each direction.
+struct FifoLookup {
+  std::function<FifoEnd(int peer, int conn)> send;
+  std::function<FifoEnd(int peer, int conn)> recv;
+};
+
+struct HostExecContext {
+  Doorbell* bell = nullptr;                     // rung by peers/proxies on progress
+  const std::atomic<bool>* abortFlag = nullptr;
+  // Returns non-success when the communicator already failed (a dead peer).
+  std::function<weftResult_t()> asyncError;
+  int64_t timeoutMs = 0;
+  int rank = 0;
+};
+
+// Runs `plan` to completion or throws weft::Error.
+void runHostPlan(const plan::Plan& plan, std::span<const BufferBinding> bindings, void* scratch,
+                 const kernels::RedOp& op, const FifoLookup& fifos, const HostExecContext& ctx);
+
+}  // namespace weft

@@ -1,0 +1,99 @@
+#include "transports/shm/shm_segment.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+
+#include "src/util/error.h"
+
+namespace weft {
+
+void prefault(void* mem, size_t bytes) {
+  auto* p = static_cast<volatile char*>(mem);
+  for (size_t off = 0; off < bytes; off += 4096) p[off] = 0;
+}
+
+static void* mapFd(int fd, size_t bytes, const std::string& name) {
+  void* addr = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (addr == MAP_FAILED) {
+    close(fd);
+    raise(weftSystemError, "shm: mmap of %s (%zu bytes) failed: %s", name.c_str(), bytes, strerror(errno));
+  }
+  return addr;
+}
+
+ShmSegment ShmSegment::create(const std::string& prefix, size_t bytes) {
+  unsigned char rnd[8];
+  if (getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd)) raiseErrno("getrandom");
+  char name[128];
+  snprintf(name, sizeof(name), "/%s-%02x%02x%02x%02x%02x%02x%02x%02x", prefix.c_str(), rnd[0], rnd[1], rnd[2], rnd[3],
+           rnd[4], rnd[5], rnd[6], rnd[7]);
+  int fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
+  if (fd < 0) raise(weftSystemError, "shm: shm_open(%s) failed: %s (is /dev/shm mounted and large enough?)", name,
+                    strerror(errno));
+  // posix_fallocate reserves the pages now: a full /dev/shm fails here with a
+  // clear error instead of SIGBUS on first touch.
+  int err = posix_fallocate(fd, 0, static_cast<off_t>(bytes));
+  if (err) {
+    close(fd);
+    shm_unlink(name);
+    raise(weftSystemError, "shm: cannot reserve %zu bytes for %s: %s (is /dev/shm too small?)", bytes, name,
+          strerror(err));
+  }
+  ShmSegment s;
+  s.addr_ = mapFd(fd, bytes, name);
+  close(fd);
+  s.bytes_ = bytes;
+  s.name_ = name;
+  s.owner_ = true;
+  prefault(s.addr_, bytes);
+  return s;
+}
+
+ShmSegment ShmSegment::open(const std::string& name, size_t bytes) {
+  int fd = shm_open(name.c_str(), O_RDWR, 0600);
+  if (fd < 0) raise(weftSystemError, "shm: cannot open segment %s of a peer: %s", name.c_str(), strerror(errno));
+  struct stat st;
+  if (fstat(fd, &st) != 0 || static_cast<size_t>(st.st_size) < bytes) {
+    close(fd);
+    raise(weftSystemError, "shm: segment %s is smaller than the %zu bytes expected", name.c_str(), bytes);
+  }
+  ShmSegment s;
+  s.addr_ = mapFd(fd, bytes, name);
+  close(fd);
+  s.bytes_ = bytes;
+  s.name_ = name;
+  prefault(s.addr_, bytes);
+  return s;
+}
+
+ShmSegment& ShmSegment::operator=(ShmSegment&& o) noexcept {
+  if (this != &o) {
+    this->~ShmSegment();
+    addr_ = o.addr_;
+    bytes_ = o.bytes_;
+    name_ = std::move(o.name_);
+    owner_ = o.owner_;
+    o.addr_ = nullptr;
+    o.owner_ = false;
+  }
+  return *this;
+}
+
+void ShmSegment::unlink() {
+  if (owner_ && !name_.empty()) shm_unlink(name_.c_str());
+  owner_ = false;
+}
+
+ShmSegment::~ShmSegment() {
+  unlink();
+  if (addr_) munmap(addr_, bytes_);
+  addr_ = nullptr;
+}
+
+}  // namespace weft

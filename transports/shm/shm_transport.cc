@@ -1,0 +1,145 @@
+// Shared-memory transport: ranks on one host.
+//
+// The receiver owns the FIFO (so its slots sit in memory the receiver reads
+// often) and tells the sender where it is: a plain pointer when both ranks are
+// threads of one process, a POSIX shm segment name otherwise. The sender
+// writes or reduces straight into the receiver's slots: zero copies beyond the
+// reduction itself. Each side rings the other's executor doorbell, which for
+// another process is mapped from the doorbell segment named in its PeerInfo.
+#include <cstdlib>
+#include <cstring>
+#include <optional>
+
+#include "src/util/error.h"
+#include "src/util/log.h"
+#include "transports/shm/shm_segment.h"
+#include "transports/transport.h"
+
+namespace weft {
+namespace {
+
+constexpr uint32_t kShmMsgMagic = 0x53484d31;  // "SHM1"
+
+struct ShmOffer {
+  uint32_t magic = kShmMsgMagic;
+  uint32_t sameProcess = 0;
+  uint64_t addr = 0;   // same process: the FIFO's address
+  uint64_t bytes = 0;
+  char name[64] = {};  // other process: the segment's name
+};
+
+struct ShmAck {
+  uint32_t magic = kShmMsgMagic;
+  uint32_t ok = 1;
+};
+
+// Memory for a FIFO shared by threads of one process.
+struct HeapFifo {
+  void* mem = nullptr;
+  ~HeapFifo() { free(mem); }
+};
+
+class ShmConnection : public Connection {
+ public:
+  FifoEnd end;
+  std::optional<ShmSegment> fifoSegment;  // other-process FIFO mapping
+  std::optional<ShmSegment> peerBell;     // other-process doorbell mapping
+  HeapFifo heap;                          // same-process FIFO (receiver owns)
+  bool sameProcess = false;
+
+  FifoEnd fifo() const override { return end; }
+  std::string describe() const override { return sameProcess ? "SHM/process" : "SHM"; }
+};
+
+bool sameProcess(const ConnectContext& ctx, int peer) {
+  return ctx.peer(peer).processHash == ctx.self().processHash && ctx.peer(peer).pid == ctx.self().pid;
+}
+
+Doorbell* peerDoorbell(const ConnectContext& ctx, int peer, ShmConnection& c) {
+  const PeerInfo& p = ctx.peer(peer);
+  if (c.sameProcess) return reinterpret_cast<Doorbell*>(p.bellAddr);
+  c.peerBell = ShmSegment::open(p.bellShmName, sizeof(Doorbell));
+  return static_cast<Doorbell*>(c.peerBell->data());
+}
+
+class ShmTransport : public Transport {
+ public:
+  const char* name() const override { return "SHM"; }
+
+  bool canConnect(const ConnectContext& ctx, int peer, std::string* why) const override {
+    if (ctx.peer(peer).hostHash != ctx.self().hostHash) {
+      *why = "hosts differ";
+      return false;
+    }
+    return true;
+  }
+
+  std::unique_ptr<Connection> connectRecv(ConnectContext& ctx, int peer, uint64_t tag) override {
+    auto c = std::make_unique<ShmConnection>();
+    c->sameProcess = sameProcess(ctx, peer);
+    const size_t bytes = fifoBytes(ctx.geometry.nSlots, ctx.geometry.slotBytes);
+    ShmOffer offer;
+    offer.sameProcess = c->sameProcess;
+    offer.bytes = bytes;
+    void* mem;
+    if (c->sameProcess) {
+      c->heap.mem = aligned_alloc(4096, bytes);
+      if (!c->heap.mem) raise(weftSystemError, "shm: cannot allocate a %zu-byte FIFO", bytes);
+      prefault(c->heap.mem, bytes);
+      mem = c->heap.mem;
+      offer.addr = reinterpret_cast<uint64_t>(mem);
+    } else {
+      c->fifoSegment = ShmSegment::create("weft-fifo", bytes);
+      mem = c->fifoSegment->data();
+      snprintf(offer.name, sizeof(offer.name), "%s", c->fifoSegment->name().c_str());
+    }
+    FifoHeader* hdr = fifoInit(mem, ctx.geometry.nSlots, ctx.geometry.slotBytes);
+    c->end.hdr = hdr;
+    c->end.data = static_cast<char*>(mem) + hdr->dataOffset;
+    c->end.consumerBell = ctx.localBell;
+    c->end.producerBell = peerDoorbell(ctx, peer, *c);
+    ctx.bootstrap->send(peer, tag, &offer, sizeof(offer));
+    if (!c->sameProcess) {
+      // The name can go once the sender has mapped it: nothing is left in
+      // /dev/shm if either process dies later.
+      ShmAck ack;
+      ctx.bootstrap->recv(peer, tag, &ack, sizeof(ack));
+      c->fifoSegment->unlink();
+    }
+    return c;
+  }
+
+  std::unique_ptr<Connection> connectSend(ConnectContext& ctx, int peer, uint64_t tag) override {
+    auto c = std::make_unique<ShmConnection>();
+    c->sameProcess = sameProcess(ctx, peer);
+    ShmOffer offer;
+    ctx.bootstrap->recv(peer, tag, &offer, sizeof(offer));
+    const size_t bytes = fifoBytes(ctx.geometry.nSlots, ctx.geometry.slotBytes);
+    if (offer.magic != kShmMsgMagic || offer.bytes != bytes || bool(offer.sameProcess) != c->sameProcess)
+      raise(weftInternalError, "shm: rank %d offered a FIFO this rank cannot use (%lu bytes, expected %zu)", peer,
+            static_cast<unsigned long>(offer.bytes), bytes);
+    void* mem;
+    if (c->sameProcess) {
+      mem = reinterpret_cast<void*>(offer.addr);
+    } else {
+      offer.name[sizeof(offer.name) - 1] = 0;
+      c->fifoSegment = ShmSegment::open(offer.name, bytes);
+      mem = c->fifoSegment->data();
+      ShmAck ack;
+      ctx.bootstrap->send(peer, tag, &ack, sizeof(ack));
+    }
+    auto* hdr = static_cast<FifoHeader*>(mem);
+    if (hdr->magic != kFifoMagic) raise(weftInternalError, "shm: FIFO from rank %d is not initialised", peer);
+    c->end.hdr = hdr;
+    c->end.data = static_cast<char*>(mem) + hdr->dataOffset;
+    c->end.producerBell = ctx.localBell;
+    c->end.consumerBell = peerDoorbell(ctx, peer, *c);
+    return c;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Transport> makeShmTransport() { return std::make_unique<ShmTransport>(); }
+
+}  // namespace weft
