@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
 
 #include "weft/weft.h"
 
@@ -26,9 +27,12 @@ namespace weft {
 using Secret = std::array<uint8_t, 16>;
 
 // Fills *id with a fresh secret and the address of a root listener that this
-// call starts (on WEFT_SOCKET_IFNAME's interface, or WEFT_COMM_ID's address).
-// The root serves one communicator and exits once all ranks have joined or
-// the timeout passed.
+// call starts (on WEFT_SOCKET_IFNAME's interface). The root serves one
+// communicator and exits once all ranks have joined or the timeout passed.
+// With WEFT_COMM_ID="<ip>:<port>" no root starts here: the id names that
+// address, its secret is derived from the address and WEFT_COMM_SECRET (so
+// ids made independently by each process agree), and join() of rank 0 starts
+// the root there unless this process already serves it.
 void createUniqueId(weftUniqueId* id, int64_t timeoutMs);
 
 // The secret stored in an id (used to name shared-memory segments and to
@@ -47,8 +51,11 @@ class Bootstrap {
   virtual int rank() const = 0;
   virtual int nranks() const = 0;
   virtual const Secret& secret() const = 0;
+  // Where rank `peer` accepts bootstrap connections, "ip:port" (for logs).
+  virtual std::string peerAddress(int peer) const { return std::string(); }
 
-  // Sends `bytes` bytes to peer under tag. Does not wait for the receiver to
+  // Sends `bytes` bytes to peer under tag (tags from 0xFFFFFFFFFFFFFF00 up
+  // are reserved for the bootstrap itself). Does not wait for the receiver to
   // call recv (messages are buffered on the receiving side).
   virtual void send(int peer, uint64_t tag, const void* data, size_t bytes) = 0;
   // Receives the next message from peer under tag; its size must be `bytes`

@@ -1,0 +1,343 @@
+// A rank's side of the bootstrap: join through the root, then talk directly.
+//
+// Outgoing connections open lazily on first send and stay cached per peer.
+// Each incoming connection gets its own reader thread (the bootstrap has few
+// peers and little traffic; a thread per connection keeps each one simple
+// and lets a silent stray client stall nobody). Readers file frames into the
+// mailbox, which recv() waits on.
+#include <cstring>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "src/bootstrap/bootstrap.h"
+#include "src/bootstrap/mailbox.h"
+#include "src/bootstrap/root.h"
+#include "src/bootstrap/wire.h"
+#include "src/util/error.h"
+#include "src/util/log.h"
+
+namespace weft {
+
+using namespace bootstrap_wire;
+
+namespace {
+
+bool secretMatches(const uint8_t* a, const Secret& b) {
+  uint8_t diff = 0;
+  for (size_t i = 0; i < b.size(); ++i) diff |= a[i] ^ b[i];
+  return diff == 0;
+}
+
+class SocketBootstrap final : public Bootstrap {
+ public:
+  SocketBootstrap(int rank, int nranks, const Secret& secret, int64_t timeoutMs, Socket listener,
+                  std::vector<SocketAddress> table)
+      : rank_(rank), nranks_(nranks), secret_(secret), timeoutMs_(timeoutMs), listener_(std::move(listener)),
+        table_(std::move(table)), mailbox_(nranks) {
+    for (int i = 0; i < nranks; ++i) out_.push_back(std::make_unique<Outgoing>());
+    acceptThread_ = std::thread([this] { acceptLoop(); });
+  }
+
+  ~SocketBootstrap() override {
+    if (!aborted_.load()) shutdown();
+    stopping_.store(true);
+    if (acceptThread_.joinable()) acceptThread_.join();
+    std::lock_guard<std::mutex> lock(readersMu_);
+    for (auto& r : readers_) r.sock.shutdownBoth();
+    for (auto& r : readers_) r.thread.join();
+  }
+
+  int rank() const override { return rank_; }
+  int nranks() const override { return nranks_; }
+  const Secret& secret() const override { return secret_; }
+  std::string peerAddress(int peer) const override {
+    return peer >= 0 && peer < nranks_ ? table_[peer].str() : std::string();
+  }
+
+  void send(int peer, uint64_t tag, const void* data, size_t bytes) override {
+    if (tag >= kFirstReservedTag)
+      raise(weftInvalidArgument, "bootstrap send: tag %#lx is reserved", static_cast<unsigned long>(tag));
+    sendFrame(peer, tag, data, bytes);
+  }
+
+  void recv(int peer, uint64_t tag, void* data, size_t bytes) override {
+    checkPeer(peer, "recv");
+    std::vector<char> msg = mailbox_.pop(peer, tag, Deadline::after(timeoutMs_));
+    if (msg.size() != bytes)
+      raise(weftInternalError, "bootstrap recv from rank %d (tag %#lx): message has %zu bytes, expected %zu", peer,
+            static_cast<unsigned long>(tag), msg.size(), bytes);
+    if (bytes) memcpy(data, msg.data(), bytes);
+  }
+
+  // Direct exchange: every rank sends its block to every other. Fine for the
+  // small blocks and rank counts the bootstrap sees; readers never block, so
+  // the sends cannot deadlock.
+  void allGather(void* data, size_t bytesPerRank) override { exchange(data, bytesPerRank, kAllGatherTag); }
+
+  void barrier() override {
+    std::vector<char> flags(nranks_);
+    exchange(flags.data(), 1, kBarrierTag);
+  }
+
+  void abort() override {
+    aborted_.store(true);
+    mailbox_.abort();
+    WEFT_INFO(kBootstrap, "bootstrap rank %d: aborted", rank_);
+  }
+
+  void setPeerLostHandler(std::function<void(int peer)> handler) override {
+    std::lock_guard<std::mutex> lock(handlerMu_);
+    peerLost_ = std::move(handler);
+  }
+
+  void shutdown() override {
+    if (shutDown_.exchange(true)) return;
+    FrameHeader bye{kGoodbyeTag, 0};
+    for (int p = 0; p < nranks_; ++p) {
+      Outgoing& o = *out_[p];
+      std::lock_guard<std::mutex> lock(o.mu);
+      if (!o.sock.valid()) continue;
+      trySendAll(o.sock.fd(), &bye, sizeof(bye), Deadline::after(1000), StopFlags{});
+      o.sock.close();
+    }
+    WEFT_INFO(kBootstrap, "bootstrap rank %d: shut down", rank_);
+  }
+
+ private:
+  struct Outgoing {
+    std::mutex mu;
+    Socket sock;
+  };
+  struct Reader {
+    Socket sock;
+    std::thread thread;
+  };
+
+  void checkPeer(int peer, const char* op) const {
+    if (peer < 0 || peer >= nranks_)
+      raise(weftInvalidArgument, "bootstrap %s: peer %d out of range (nranks %d)", op, peer, nranks_);
+  }
+
+  void exchange(void* data, size_t bytesPerRank, uint64_t tag) {
+    char* base = static_cast<char*>(data);
+    for (int i = 1; i < nranks_; ++i) {
+      int p = (rank_ + i) % nranks_;
+      sendFrame(p, tag, base + rank_ * bytesPerRank, bytesPerRank);
+    }
+    for (int i = 1; i < nranks_; ++i) {
+      int p = (rank_ - i + nranks_) % nranks_;
+      std::vector<char> msg = mailbox_.pop(p, tag, Deadline::after(timeoutMs_));
+      if (msg.size() != bytesPerRank)
+        raise(weftInternalError, "bootstrap all-gather: rank %d sent %zu bytes, expected %zu", p, msg.size(),
+              bytesPerRank);
+      if (bytesPerRank) memcpy(base + p * bytesPerRank, msg.data(), bytesPerRank);
+    }
+  }
+
+  void sendFrame(int peer, uint64_t tag, const void* data, size_t bytes) {
+    checkPeer(peer, "send");
+    if (aborted_.load()) raise(weftRemoteError, "bootstrap send to rank %d: aborted", peer);
+    if (shutDown_.load()) raise(weftInvalidUsage, "bootstrap send to rank %d after shutdown", peer);
+    if (peer == rank_) {
+      const char* p = static_cast<const char*>(data);
+      mailbox_.push(peer, tag, std::vector<char>(p, p + bytes));
+      return;
+    }
+    Outgoing& o = *out_[peer];
+    std::lock_guard<std::mutex> lock(o.mu);
+    Deadline deadline = Deadline::after(timeoutMs_);
+    StopFlags stop{&aborted_, nullptr};
+    std::string what = "rank " + std::to_string(peer) + " at " + table_[peer].str();
+    if (!o.sock.valid()) {
+      Socket s = connectTo(table_[peer], deadline, stop, false);
+      PeerHello h{kPeerHelloMagic, kVersion, {}, rank_, nranks_};
+      memcpy(h.secret, secret_.data(), secret_.size());
+      sendAll(s.fd(), &h, sizeof(h), deadline, stop, what.c_str());
+      o.sock = std::move(s);
+      WEFT_TRACE(kBootstrap, "bootstrap rank %d: connected to %s", rank_, what.c_str());
+    }
+    FrameHeader fh{tag, bytes};
+    int err = 0;
+    IoStatus st = trySendTwo(o.sock.fd(), &fh, sizeof(fh), data, bytes, deadline, stop, &err);
+    if (st != IoStatus::Ok) {
+      o.sock.close();  // the stream is cut mid-frame; a later send starts afresh
+      raise(st == IoStatus::Timeout ? weftTimeout : weftRemoteError, "bootstrap send to %s failed: %s%s%s",
+            what.c_str(), ioStatusName(st), err ? ": " : "", err ? strerror(err) : "");
+    }
+    WEFT_TRACE(kBootstrap, "bootstrap rank %d: sent %zu bytes to rank %d (tag %#lx)", rank_, bytes, peer,
+               static_cast<unsigned long>(tag));
+  }
+
+  void acceptLoop() {
+    setLogRank(rank_);
+    try {
+      for (;;) {
+        SocketAddress from;
+        Socket s = acceptFrom(listener_, noDeadline(), StopFlags{&stopping_, nullptr}, &from);
+        if (!s.valid()) return;
+        std::lock_guard<std::mutex> lock(readersMu_);
+        readers_.push_back(Reader{std::move(s), {}});
+        Reader& r = readers_.back();
+        r.thread = std::thread([this, &r, from] { readLoop(r.sock.fd(), from); });
+      }
+    } catch (const std::exception& e) {
+      WEFT_WARN("bootstrap rank %d: listener failed: %s", rank_, e.what());
+    }
+  }
+
+  void reject(const SocketAddress& from, const std::string& reason) {
+    WEFT_WARN("bootstrap: rejected connection from %s: %s", from.str().c_str(), reason.c_str());
+  }
+
+  // Checks the hello, then files every frame into the mailbox until the
+  // peer says goodbye, the connection breaks or this bootstrap stops.
+  void readLoop(int fd, SocketAddress from) {
+    setLogRank(rank_);
+    StopFlags stop{&stopping_, nullptr};
+    PeerHello h;
+    IoStatus st = tryRecvAll(fd, &h, sizeof(h), Deadline::after(std::min(timeoutMs_, kHelloTimeoutMs)), stop);
+    if (st != IoStatus::Ok) {
+      if (st != IoStatus::Stopped)
+        reject(from, st == IoStatus::Eof ? "closed before a complete hello" : ioStatusName(st));
+      ::shutdown(fd, SHUT_RDWR);
+      return;
+    }
+    std::string bad;
+    if (h.magic != kPeerHelloMagic) bad = "bad magic (not a weft bootstrap hello)";
+    else if (h.version != kVersion) bad = "version " + std::to_string(h.version);
+    else if (!secretMatches(h.secret, secret_)) bad = "wrong secret (a different communicator?)";
+    else if (h.nranks != nranks_ || h.fromRank < 0 || h.fromRank >= nranks_ || h.fromRank == rank_)
+      bad = "claims rank " + std::to_string(h.fromRank) + " of " + std::to_string(h.nranks);
+    if (!bad.empty()) {
+      reject(from, bad);
+      ::shutdown(fd, SHUT_RDWR);
+      return;
+    }
+    int peer = h.fromRank;
+    WEFT_TRACE(kBootstrap, "bootstrap rank %d: accepted rank %d from %s", rank_, peer, from.str().c_str());
+    for (;;) {
+      FrameHeader fh;
+      st = tryRecvAll(fd, &fh, sizeof(fh), noDeadline(), stop);
+      if (st == IoStatus::Ok && fh.tag == kGoodbyeTag) {
+        WEFT_TRACE(kBootstrap, "bootstrap rank %d: rank %d said goodbye", rank_, peer);
+        mailbox_.markGone(peer, Mailbox::PeerGone::SaidGoodbye);
+        break;
+      }
+      if (st == IoStatus::Ok && fh.bytes > kMaxFrameBytes) {
+        WEFT_WARN("bootstrap rank %d: rank %d sent a %lu-byte frame; closing that connection", rank_, peer,
+                  static_cast<unsigned long>(fh.bytes));
+        st = IoStatus::Error;
+      }
+      std::vector<char> payload;
+      if (st == IoStatus::Ok) {
+        payload.resize(fh.bytes);
+        st = tryRecvAll(fd, payload.data(), payload.size(), noDeadline(), stop);
+      }
+      if (st != IoStatus::Ok) {
+        if (st != IoStatus::Stopped && !stopping_.load() && !shutDown_.load()) peerLost(peer, st);
+        break;
+      }
+      mailbox_.push(peer, fh.tag, std::move(payload));
+    }
+    ::shutdown(fd, SHUT_RDWR);
+  }
+
+  void peerLost(int peer, IoStatus why) {
+    WEFT_WARN("bootstrap rank %d: lost rank %d at %s (%s, no goodbye)", rank_, peer, table_[peer].str().c_str(),
+              ioStatusName(why));
+    mailbox_.markGone(peer, Mailbox::PeerGone::Lost);
+    std::function<void(int)> handler;
+    {
+      std::lock_guard<std::mutex> lock(handlerMu_);
+      handler = peerLost_;
+    }
+    if (!handler) return;
+    try {
+      handler(peer);
+    } catch (const std::exception& e) {
+      WEFT_WARN("bootstrap rank %d: peer-lost handler threw: %s", rank_, e.what());
+    }
+  }
+
+  const int rank_;
+  const int nranks_;
+  const Secret secret_;
+  const int64_t timeoutMs_;
+  Socket listener_;
+  const std::vector<SocketAddress> table_;
+  Mailbox mailbox_;
+  std::vector<std::unique_ptr<Outgoing>> out_;
+  std::atomic<bool> aborted_{false};
+  std::atomic<bool> shutDown_{false};
+  std::atomic<bool> stopping_{false};
+  std::thread acceptThread_;
+  std::mutex readersMu_;
+  std::list<Reader> readers_;  // a list: readers keep pointers to their entry
+  std::mutex handlerMu_;
+  std::function<void(int)> peerLost_;
+};
+
+const char* rootStatusText(int32_t status) {
+  switch (status) {
+    case kRootNranksMismatch: return "nranks differs from the other ranks'";
+    case kRootDuplicateRank: return "another process already joined with this rank";
+    case kRootTimedOut: return "the root timed out before every rank joined";
+  }
+  return "unknown status";
+}
+
+}  // namespace
+
+std::unique_ptr<Bootstrap> Bootstrap::join(const weftUniqueId& id, int rank, int nranks, int64_t timeoutMs) {
+  UniqueIdLayout l;
+  memcpy(&l, id.internal, sizeof(l));
+  if (l.magic != kIdMagic || l.version != kVersion || l.root.empty())
+    raise(weftInvalidArgument, "unique id is malformed (not made by weftGetUniqueId of this weft version)");
+  if (nranks <= 0 || rank < 0 || rank >= nranks)
+    raise(weftInvalidArgument, "bootstrap join: rank %d of %d is out of range", rank, nranks);
+  if (timeoutMs <= 0) raise(weftInvalidArgument, "bootstrap join: timeout %ld ms", static_cast<long>(timeoutMs));
+  Secret secret;
+  memcpy(secret.data(), l.secret, secret.size());
+  Deadline deadline = Deadline::after(timeoutMs);
+
+  if ((l.flags & kRootAtRank0) && rank == 0 && !bootstrapRootRunningAt(l.root)) {
+    startBootstrapRoot(l.root, secret, timeoutMs);
+  }
+
+  NetInterface nic = chooseInterface();
+  SocketAddress listenAddr;
+  Socket listener = listenOn(nic.addr, &listenAddr);
+  WEFT_INFO(kBootstrap, "bootstrap rank %d/%d: listening on %s (%s), root %s", rank, nranks,
+            listenAddr.str().c_str(), nic.name.c_str(), l.root.str().c_str());
+
+  std::string rootName = "bootstrap root " + l.root.str();
+  Socket root = connectTo(l.root, deadline, StopFlags{}, false);
+  RootHello h{kRootHelloMagic, kVersion, {}, rank, nranks, listenAddr};
+  memcpy(h.secret, secret.data(), secret.size());
+  sendAll(root.fd(), &h, sizeof(h), deadline, StopFlags{}, rootName.c_str());
+
+  RootReply r;
+  int err = 0;
+  IoStatus st = tryRecvAll(root.fd(), &r, sizeof(r), deadline, StopFlags{}, &err);
+  if (st == IoStatus::Timeout)
+    raise(weftTimeout, "bootstrap rank %d: not every rank joined %s within %ld ms", rank, rootName.c_str(),
+          static_cast<long>(timeoutMs));
+  if (st == IoStatus::Eof)
+    raise(weftRemoteError, "bootstrap rank %d: %s closed the connection (it rejected the hello: wrong secret "
+          "or stale id?)", rank, rootName.c_str());
+  if (st != IoStatus::Ok) raise(weftSystemError, "bootstrap rank %d: %s: %s", rank, rootName.c_str(), strerror(err));
+  if (r.magic != kRootReplyMagic) raise(weftRemoteError, "bootstrap rank %d: %s sent garbage", rank, rootName.c_str());
+  if (r.status != kRootOk)
+    raise(r.status == kRootTimedOut ? weftTimeout : weftInvalidArgument, "bootstrap rank %d of %d: %s: %s", rank,
+          nranks, rootName.c_str(), rootStatusText(r.status));
+  if (r.nranks != nranks)
+    raise(weftInternalError, "bootstrap rank %d: root answered for %d ranks, expected %d", rank, r.nranks, nranks);
+  std::vector<SocketAddress> table(nranks);
+  recvAll(root.fd(), table.data(), table.size() * sizeof(SocketAddress), deadline, StopFlags{}, rootName.c_str());
+  WEFT_INFO(kBootstrap, "bootstrap rank %d/%d: joined", rank, nranks);
+  return std::make_unique<SocketBootstrap>(rank, nranks, secret, timeoutMs, std::move(listener), std::move(table));
+}
+
+}  // namespace weft

@@ -1,0 +1,88 @@
+// Byte layouts of the unique id and of the bootstrap's TCP messages.
+//
+// Both ends are the same library version on machines of the same byte order
+// (a communicator never mixes architectures), so structs travel as raw bytes;
+// the magic and version fields catch a stray or mismatched peer.
+#pragma once
+
+#include <cstdint>
+#include <type_traits>
+
+#include "src/bootstrap/bootstrap.h"
+#include "src/util/socket.h"
+
+namespace weft::bootstrap_wire {
+
+constexpr uint64_t kIdMagic = 0x5746544944303031ull;  // "WFTID001"
+constexpr uint32_t kVersion = 1;
+constexpr uint32_t kRootHelloMagic = 0x57465248;  // "WFRH"
+constexpr uint32_t kRootReplyMagic = 0x57465252;  // "WFRR"
+constexpr uint32_t kPeerHelloMagic = 0x57465048;  // "WFPH"
+
+// Flag in UniqueIdLayout::flags: the id names a WEFT_COMM_ID address, and
+// rank 0's join starts the root there unless this process already runs it.
+constexpr uint32_t kRootAtRank0 = 1u << 0;
+
+struct UniqueIdLayout {
+  uint64_t magic;
+  uint32_t version;
+  uint32_t flags;
+  SocketAddress root;
+  uint8_t secret[16];
+};
+static_assert(sizeof(UniqueIdLayout) <= WEFT_UNIQUE_ID_BYTES);
+static_assert(std::is_trivially_copyable_v<UniqueIdLayout>);
+
+// Rank -> root, first bytes on the connection.
+struct RootHello {
+  uint32_t magic;
+  uint32_t version;
+  uint8_t secret[16];
+  int32_t rank;
+  int32_t nranks;
+  SocketAddress listen;  // where this rank accepts peer connections
+};
+
+enum RootStatus : int32_t {
+  kRootOk = 0,
+  kRootNranksMismatch = 1,
+  kRootDuplicateRank = 2,
+  kRootTimedOut = 3,
+};
+
+// Root -> rank; followed by nranks SocketAddress when status is kRootOk.
+struct RootReply {
+  uint32_t magic;
+  int32_t status;
+  int32_t nranks;
+  int32_t pad;
+};
+
+// Rank -> rank, first bytes on a peer connection.
+struct PeerHello {
+  uint32_t magic;
+  uint32_t version;
+  uint8_t secret[16];
+  int32_t fromRank;
+  int32_t nranks;
+};
+
+// Every message after the hello: this header, then `bytes` payload bytes.
+struct FrameHeader {
+  uint64_t tag;
+  uint64_t bytes;
+};
+
+// Tags from here up are the bootstrap's own (goodbye, all-gather, barrier).
+constexpr uint64_t kFirstReservedTag = 0xFFFFFFFFFFFFFF00ull;
+constexpr uint64_t kGoodbyeTag = 0xFFFFFFFFFFFFFFFFull;
+constexpr uint64_t kAllGatherTag = 0xFFFFFFFFFFFFFFFEull;
+constexpr uint64_t kBarrierTag = 0xFFFFFFFFFFFFFFFDull;
+
+// Bigger frames are taken for garbage: the bootstrap carries small messages.
+constexpr uint64_t kMaxFrameBytes = 1ull << 30;
+
+// How long an accepted connection may take to send its hello.
+constexpr int64_t kHelloTimeoutMs = 5000;
+
+}  // namespace weft::bootstrap_wire
