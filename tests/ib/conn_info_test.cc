@@ -1,0 +1,126 @@
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "src/util/error.h"
+#include "transports/ib/conn_info.h"
+
+using namespace weft::ib;
+
+namespace {
+
+ConnInfo sample() {
+  ConnInfo c;
+  c.role = ConnRole::Receiver;
+  c.usable = 1;
+  c.linkLayer = 2;
+  c.mtu = 5;
+  c.srcRank = 3;
+  c.dstRank = 1000;
+  c.nQps = 4;
+  for (uint32_t i = 0; i < kIbMaxQps; ++i) c.qpn[i] = i < 4 ? 0x10000u + i * 17 : 0;
+  c.psn = 0xabcdef;
+  c.lid = 0x1234;
+  for (int i = 0; i < 16; ++i) c.gid[i] = static_cast<uint8_t>(0xf0 + i);
+  c.fifoAddr = 0x7f00'1234'5678'9000ull;
+  c.fifoRkey = 0xdeadbeef;
+  c.nSlots = 8;
+  c.slotBytes = 512 * 1024;
+  c.creditAddr = 0x7fff'0000'1000ull;
+  c.creditRkey = 0x0badf00d;
+  return c;
+}
+
+weftResult_t decodeError(const std::vector<uint8_t>& w, std::string* msg = nullptr) {
+  try {
+    decodeConnInfo(w.data(), w.size());
+  } catch (const weft::Error& e) {
+    if (msg) *msg = e.what();
+    return e.code();
+  }
+  return weftSuccess;
+}
+
+}  // namespace
+
+TEST(IbConnInfo, Crc32KnownValue) {
+  const char* s = "123456789";  // the standard CRC-32 check value
+  EXPECT_EQ(crc32(reinterpret_cast<const uint8_t*>(s), 9), 0xcbf43926u);
+}
+
+TEST(IbConnInfo, RoundTrip) {
+  ConnInfo c = sample();
+  auto w = encodeConnInfo(c);
+  EXPECT_EQ(w.size(), connInfoWireBytes());
+  EXPECT_EQ(decodeConnInfo(w.data(), w.size()), c);
+
+  ConnInfo s = sample();
+  s.role = ConnRole::Sender;
+  s.nQps = kIbMaxQps;
+  for (uint32_t i = 0; i < kIbMaxQps; ++i) s.qpn[i] = 0xffffff - i;
+  auto ws = encodeConnInfo(s);
+  EXPECT_EQ(decodeConnInfo(ws.data(), ws.size()), s);
+}
+
+TEST(IbConnInfo, LittleEndianMagicFirst) {
+  auto w = encodeConnInfo(sample());
+  uint32_t m = w[0] | w[1] << 8 | w[2] << 16 | uint32_t(w[3]) << 24;
+  EXPECT_EQ(m, kConnInfoMagic);
+}
+
+TEST(IbConnInfo, TruncatedAndOversizedRejected) {
+  auto w = encodeConnInfo(sample());
+  for (size_t n : {size_t(0), size_t(1), size_t(4), w.size() / 2, w.size() - 1}) {
+    std::vector<uint8_t> t(w.begin(), w.begin() + static_cast<long>(n));
+    std::string msg;
+    EXPECT_EQ(decodeError(t, &msg), weftRemoteError) << n;
+    EXPECT_NE(msg.find("truncated"), std::string::npos) << msg;
+  }
+  auto longer = w;
+  longer.push_back(0);
+  EXPECT_EQ(decodeError(longer), weftRemoteError);
+}
+
+TEST(IbConnInfo, EveryFlippedBitIsRejected) {
+  auto w = encodeConnInfo(sample());
+  for (size_t byte = 0; byte < w.size(); ++byte) {
+    for (int bit = 0; bit < 8; ++bit) {
+      auto c = w;
+      c[byte] ^= static_cast<uint8_t>(1u << bit);
+      ASSERT_EQ(decodeError(c), weftRemoteError) << "byte " << byte << " bit " << bit;
+    }
+  }
+}
+
+TEST(IbConnInfo, BadMagicAndVersionNamed) {
+  auto w = encodeConnInfo(sample());
+  std::string msg;
+  auto m = w;
+  m[0] ^= 0xff;
+  EXPECT_EQ(decodeError(m, &msg), weftRemoteError);
+  EXPECT_NE(msg.find("magic"), std::string::npos) << msg;
+  auto v = w;
+  v[4] = 9;
+  EXPECT_EQ(decodeError(v, &msg), weftRemoteError);
+  EXPECT_NE(msg.find("version"), std::string::npos) << msg;
+}
+
+TEST(IbConnInfo, ValidChecksumButInsaneFieldsRejected) {
+  ConnInfo c = sample();
+  c.nQps = kIbMaxQps + 1;
+  EXPECT_EQ(decodeError(encodeConnInfo(c)), weftRemoteError);
+  c = sample();
+  c.nQps = 0;
+  EXPECT_EQ(decodeError(encodeConnInfo(c)), weftRemoteError);
+  c = sample();
+  c.psn = 0x1000000;
+  EXPECT_EQ(decodeError(encodeConnInfo(c)), weftRemoteError);
+  c = sample();
+  c.mtu = 6;
+  EXPECT_EQ(decodeError(encodeConnInfo(c)), weftRemoteError);
+  // An end without IB says so; its other fields are not checked.
+  c = ConnInfo{};
+  c.usable = 0;
+  auto w = encodeConnInfo(c);
+  EXPECT_EQ(decodeConnInfo(w.data(), w.size()).usable, 0);
+}

@@ -1,0 +1,93 @@
+#include "transports/ib/ib_select.h"
+
+#include <algorithm>
+
+namespace weft::ib {
+
+const char* linkLayerName(LinkLayer l) {
+  switch (l) {
+    case LinkLayer::InfiniBand: return "IB";
+    case LinkLayer::Ethernet: return "RoCE";
+    default: return "unknown";
+  }
+}
+
+namespace {
+
+std::string portName(const PortState& p) { return p.dev + ":" + std::to_string(p.port); }
+
+std::string joinNotes(const std::vector<std::string>& notes) {
+  std::string s;
+  for (size_t i = 0; i < notes.size(); ++i) s += (i ? ", " : "") + notes[i];
+  return s;
+}
+
+}  // namespace
+
+Decision decide(const Discovery& found, const HcaFilter& filter, bool disabled, int forcedGidIndex) {
+  Decision d;
+  if (disabled) {
+    d.reason = "IB disabled by WEFT_IB_DISABLE";
+    return d;
+  }
+  if (!found.verbsLoaded) {
+    d.reason = "no IB: libibverbs not available (" + found.loadError + ")";
+    return d;
+  }
+  if (found.ports.empty()) {
+    d.reason = "no IB device";
+    return d;
+  }
+  std::vector<const PortState*> kept;
+  for (const auto& p : found.ports)
+    if (hcaFilterAccepts(filter, p.dev, p.port)) kept.push_back(&p);
+  if (kept.empty()) {
+    d.reason = "all IB ports filtered by WEFT_IB_HCA=\"" + filter.spec + "\"";
+    return d;
+  }
+  std::vector<std::string> down, noGid;
+  for (const PortState* p : kept) {
+    if (!p->active) {
+      down.push_back(portName(*p) + " " + (p->stateName.empty() ? "not active" : p->stateName));
+      continue;
+    }
+    if (p->linkLayer == LinkLayer::Unknown) {
+      down.push_back(portName(*p) + " unknown link layer");
+      continue;
+    }
+    GidChoice g = selectGid(p->gids, p->linkLayer == LinkLayer::Ethernet, forcedGidIndex);
+    if (!g.ok) {
+      noGid.push_back(portName(*p) + ": " + g.reason);
+      continue;
+    }
+    d.usable.push_back(*p);
+    d.gid.push_back(g);
+  }
+  if (d.usable.empty()) {
+    if (!noGid.empty())
+      d.reason = "GID not found (" + joinNotes(noGid) + (down.empty() ? "" : "; " + joinNotes(down)) + ")";
+    else
+      d.reason = "port down (" + joinNotes(down) + ")";
+    return d;
+  }
+  // Fastest first; ties keep discovery order (device name, then port).
+  std::vector<size_t> order(d.usable.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return d.usable[a].speedMbps > d.usable[b].speedMbps; });
+  Decision sorted;
+  sorted.useIb = true;
+  for (size_t i : order) {
+    sorted.usable.push_back(d.usable[i]);
+    sorted.gid.push_back(d.gid[i]);
+  }
+  std::string list;
+  for (size_t i = 0; i < sorted.usable.size(); ++i) {
+    const auto& p = sorted.usable[i];
+    list += (i ? ", " : "") + portName(p) + "/" + linkLayerName(p.linkLayer) + "/" + std::to_string(p.speedMbps) + "Mbps";
+  }
+  sorted.reason = "usable IB ports: " + list;
+  return sorted;
+}
+
+}  // namespace weft::ib

@@ -1,0 +1,47 @@
+// Whether this process uses IB, and on which port; or why it falls back to
+// sockets. Pure: takes what discovery found (or failed to find) and returns
+// a decision with a reason worth printing.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "transports/ib/gid_select.h"
+#include "transports/ib/ib_hca_filter.h"
+
+namespace weft::ib {
+
+enum class LinkLayer { InfiniBand, Ethernet, Unknown };
+
+const char* linkLayerName(LinkLayer l);  // "IB", "RoCE", "unknown"
+
+// One port as discovery saw it.
+struct PortState {
+  std::string dev;
+  int port = 1;
+  bool active = false;
+  std::string stateName;  // "ACTIVE", "DOWN", ... for the reason text
+  LinkLayer linkLayer = LinkLayer::Unknown;
+  int speedMbps = 0;
+  std::vector<GidEntry> gids;
+};
+
+struct Discovery {
+  bool verbsLoaded = false;
+  std::string loadError;  // why libibverbs could not be loaded
+  std::vector<PortState> ports;
+};
+
+struct Decision {
+  bool useIb = false;
+  std::string reason;          // fallback reason, or a summary of the choice
+  std::vector<PortState> usable;  // usable ports, fastest first
+  std::vector<GidChoice> gid;     // gid[i] for usable[i]
+};
+
+// Order of the checks, and so of the reason reported: WEFT_IB_DISABLE,
+// libibverbs missing, no device, every port filtered by WEFT_IB_HCA, every
+// remaining port not ACTIVE (or of unknown link layer), no usable GID.
+Decision decide(const Discovery& found, const HcaFilter& filter, bool disabled, int forcedGidIndex);
+
+}  // namespace weft::ib
