@@ -1,0 +1,123 @@
+// The socket transport: the fallback that joins any two ranks over TCP.
+//
+// Handshake: the receiving half listens and sends {address, socket count,
+// nonce} to the sender over the bootstrap, then returns at once (its proxy
+// accepts the sockets in the background), so the order in which the two
+// ranks call their halves does not matter as long as every connectRecv is
+// called before the connectSend that waits for it. The sending half waits
+// for that message, connects the sockets and proves the secret on each.
+#include <cstring>
+
+#include "src/util/env.h"
+#include "src/util/error.h"
+#include "src/util/log.h"
+#include "transports/socket/socket_connection.h"
+#include "transports/transport.h"
+
+namespace weft {
+
+using namespace socket_wire;
+
+namespace {
+
+uint32_t socketCount() {
+  int64_t n = envInt("WEFT_SOCKET_NSOCKS", 2);
+  if (n < 1 || n > kMaxSockets)
+    raise(weftInvalidArgument, "WEFT_SOCKET_NSOCKS=%ld: must be 1..%u", static_cast<long>(n), kMaxSockets);
+  return static_cast<uint32_t>(n);
+}
+
+std::string peerName(const ConnectContext& ctx, int peer) {
+  std::string name = "rank " + std::to_string(peer);
+  std::string addr = ctx.bootstrap ? ctx.bootstrap->peerAddress(peer) : std::string();
+  if (!addr.empty()) name += " (bootstrap " + addr + ")";
+  return name;
+}
+
+SocketConnection::Params baseParams(ConnectContext& ctx, int peer, uint64_t tag, SocketConnection::Side side,
+                                    const std::string& ifName) {
+  SocketConnection::Params p;
+  p.side = side;
+  p.rank = ctx.rank;
+  p.peer = peer;
+  p.tag = tag;
+  p.ifName = ifName;
+  p.peerName = peerName(ctx, peer);
+  p.geometry = ctx.geometry;
+  p.localBell = ctx.localBell;
+  p.abortFlag = ctx.abortFlag;
+  p.onAsyncError = ctx.onAsyncError;
+  p.secret = ctx.secret;
+  p.nonce = 0;
+  p.nSockets = 1;
+  p.acceptTimeoutMs = ctx.timeoutMs;
+  return p;
+}
+
+class SocketTransport final : public Transport {
+ public:
+  const char* name() const override { return "Socket"; }
+
+  bool canConnect(const ConnectContext&, int, std::string*) const override { return true; }
+
+  std::unique_ptr<Connection> connectRecv(ConnectContext& ctx, int peer, uint64_t tag) override {
+    NetInterface nic = chooseInterface();
+    SocketAddress bound;
+    Socket listener = listenOn(nic.addr, &bound, 64);
+    auto p = baseParams(ctx, peer, tag, SocketConnection::Side::Recv, nic.name);
+    p.nSockets = socketCount();
+    randomBytes(&p.nonce, sizeof(p.nonce));
+    ConnectInfo info;
+    memset(&info, 0, sizeof(info));
+    info.addr = bound;
+    info.nSockets = p.nSockets;
+    info.nonce = p.nonce;
+    // The connection (and its accepting proxy) exists before the sender
+    // learns where to connect.
+    auto conn = std::make_unique<SocketConnection>(std::move(p), std::vector<Socket>{}, std::move(listener));
+    ctx.bootstrap->send(peer, tag, &info, sizeof(info));
+    WEFT_INFO(kNet, "NET/Socket/%s: rank %d receives from rank %d on %s (%u sockets, tag %lu)", nic.name.c_str(),
+              ctx.rank, peer, bound.str().c_str(), info.nSockets, static_cast<unsigned long>(tag));
+    return conn;
+  }
+
+  std::unique_ptr<Connection> connectSend(ConnectContext& ctx, int peer, uint64_t tag) override {
+    ConnectInfo info;
+    ctx.bootstrap->recv(peer, tag, &info, sizeof(info));
+    if (info.nSockets < 1 || info.nSockets > kMaxSockets || info.addr.empty())
+      raise(weftInternalError, "NET/Socket: rank %d sent a bad connect message (%u sockets, address %s)", peer,
+            info.nSockets, info.addr.str().c_str());
+    NetInterface nic = chooseInterface();
+    Deadline deadline = Deadline::after(ctx.timeoutMs);
+    StopFlags stop{ctx.abortFlag, nullptr};
+    std::string what = "rank " + std::to_string(peer) + " at " + info.addr.str();
+    std::vector<Socket> sockets;
+    for (uint32_t i = 0; i < info.nSockets; ++i) {
+      Socket s = connectTo(info.addr, deadline, stop, true);
+      SocketHello h;
+      memset(&h, 0, sizeof(h));
+      h.magic = kHelloMagic;
+      h.version = kVersion;
+      memcpy(h.secret, ctx.secret.data(), sizeof(h.secret));
+      h.senderRank = ctx.rank;
+      h.index = i;
+      h.tag = tag;
+      h.nonce = info.nonce;
+      sendAll(s.fd(), &h, sizeof(h), deadline, stop, what.c_str());
+      sockets.push_back(std::move(s));
+    }
+    auto p = baseParams(ctx, peer, tag, SocketConnection::Side::Send, nic.name);
+    p.peerName = what;
+    p.nSockets = info.nSockets;
+    p.nonce = info.nonce;
+    WEFT_INFO(kNet, "NET/Socket/%s: rank %d sends to %s (%u sockets, tag %lu)", nic.name.c_str(), ctx.rank,
+              what.c_str(), info.nSockets, static_cast<unsigned long>(tag));
+    return std::make_unique<SocketConnection>(std::move(p), std::move(sockets), Socket());
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Transport> makeSocketTransport() { return std::make_unique<SocketTransport>(); }
+
+}  // namespace weft

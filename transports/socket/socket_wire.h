@@ -1,0 +1,59 @@
+// What the two halves of a socket-transport edge send each other.
+#pragma once
+
+#include <cstdint>
+
+#include "src/util/socket.h"
+
+namespace weft::socket_wire {
+
+constexpr uint32_t kHelloMagic = 0x57465348;  // "WFSH"
+constexpr uint32_t kVersion = 1;
+constexpr uint32_t kMaxSockets = 16;
+
+// Receiver -> sender over the bootstrap: where to connect, and the nonce that
+// ties the sockets to this one edge (a late socket of an earlier edge with
+// the same secret is told apart).
+struct ConnectInfo {
+  SocketAddress addr;
+  uint32_t nSockets;
+  uint64_t nonce;
+};
+
+// Sender -> receiver, first bytes on every data socket.
+struct SocketHello {
+  uint32_t magic;
+  uint32_t version;
+  uint8_t secret[16];
+  int32_t senderRank;
+  uint32_t index;  // which of the nSockets this is
+  uint64_t tag;
+  uint64_t nonce;
+};
+
+// Before every slot's part on every socket: the slot's total size, or
+// kCloseMarker when the sender leaves in an orderly way.
+struct SlotHeader {
+  uint64_t bytes;
+};
+constexpr uint64_t kCloseMarker = ~0ull;
+
+// Slots are cut into at most one part per socket, none smaller than this
+// (smaller parts cost more in per-socket overhead than they gain).
+constexpr uint64_t kMinPartBytes = 64 * 1024;
+
+// Byte range [*offset, *offset + *length) of part `index` of a slot.
+inline void slotPart(uint64_t bytes, uint32_t nSockets, uint32_t index, uint64_t* offset, uint64_t* length) {
+  uint64_t parts = (bytes + kMinPartBytes - 1) / kMinPartBytes;
+  if (parts > nSockets) parts = nSockets;
+  if (parts == 0) parts = 1;
+  uint64_t per = (bytes + parts - 1) / parts;
+  per = (per + 63) / 64 * 64;  // keep parts cache-line aligned inside the slot
+  uint64_t start = index * per;
+  if (start > bytes) start = bytes;
+  uint64_t end = start + per > bytes ? bytes : start + per;
+  *offset = start;
+  *length = end - start;
+}
+
+}  // namespace weft::socket_wire
