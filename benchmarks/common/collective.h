@@ -1,0 +1,34 @@
+// What distinguishes one perf binary from another, as data: buffer shapes,
+// bandwidth factors and the expected result of each collective. Pure: no
+// library calls, so it is unit-tested without communicators.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+namespace weft::bench {
+
+enum class CollKind { AllReduce, ReduceScatter, AllGather, Broadcast, Reduce, AlltoAll, SendRecv };
+
+// Element counts of one test size, as nccl-tests derives them.
+struct Shape {
+  size_t sendCount = 0;          // elements in the send buffer
+  size_t recvCount = 0;          // elements in the receive buffer
+  size_t paramCount = 0;         // the count argument passed to the collective
+  size_t sendInplaceOffset = 0;  // in place: send = recv + rank * this
+  size_t recvInplaceOffset = 0;  // in place: recv = send + rank * this
+};
+
+const char* testName(CollKind kind);  // "all_reduce_perf", ...
+bool usesOp(CollKind kind);           // prints "none" in the redop column otherwise
+bool isRooted(CollKind kind);         // prints the root, else -1
+
+// bytes: the requested size of the sweep step; eltSize: bytes per element.
+Shape shapeFor(CollKind kind, size_t bytes, size_t eltSize, int nranks);
+// The "size" column: the larger buffer, in bytes.
+size_t reportedBytes(CollKind kind, const Shape& shape, size_t eltSize);
+// Bytes that algbw is computed from, and the algbw -> busbw factor.
+double algBytes(CollKind kind, const Shape& shape, size_t eltSize, int nranks);
+double busFactor(CollKind kind, int nranks);
+
+}  // namespace weft::bench

@@ -1,0 +1,4 @@
+// reduce_perf: nccl-tests-compatible benchmark of weft's Reduce.
+#include "benchmarks/common/harness.h"
+
+int main(int argc, char** argv) { return weft::bench::benchMain(weft::bench::CollKind::Reduce, argc, argv); }

@@ -1,0 +1,4 @@
+// sendrecv_perf: nccl-tests-compatible benchmark of weft's SendRecv.
+#include "benchmarks/common/harness.h"
+
+int main(int argc, char** argv) { return weft::bench::benchMain(weft::bench::CollKind::SendRecv, argc, argv); }
