@@ -1,0 +1,87 @@
+#include "algorithms/double_tree.h"
+
+#include <algorithm>
+#include <map>
+
+#include "algorithms/partition.h"
+#include "algorithms/tree.h"
+#include "src/util/error.h"
+
+namespace weft::algo {
+
+std::vector<int> mirrorTreeParents(int n) {
+  std::vector<int> base = binaryTreeParents(n);
+  std::vector<int> parent(std::max(n, 0), -1);
+  if (n <= 1) return parent;
+  // Even n: mirror (x -> n-1-x) turns the odd leaves into even interior
+  // nodes. Odd n: mirroring would map leaves to leaves; shift by one instead.
+  auto map = [&](int x) { return n % 2 == 0 ? n - 1 - x : (x + 1) % n; };
+  auto unmap = [&](int x) { return n % 2 == 0 ? n - 1 - x : (x - 1 + n) % n; };
+  for (int r = 0; r < n; r++) {
+    int p = base[unmap(r)];
+    parent[r] = p < 0 ? -1 : map(p);
+  }
+  return parent;
+}
+
+std::array<std::vector<int>, 2> doubleTreeParents(const std::vector<int>& hostOf) {
+  const int n = int(hostOf.size());
+  // Hosts numbered by first appearance; members in rank order.
+  std::map<int, int> hostIndex;
+  std::vector<std::vector<int>> members;
+  for (int r = 0; r < n; r++) {
+    auto [it, fresh] = hostIndex.emplace(hostOf[r], int(members.size()));
+    if (fresh) members.emplace_back();
+    members[it->second].push_back(r);
+  }
+  const int nHosts = int(members.size());
+  std::array<std::vector<int>, 2> hostParent = {binaryTreeParents(nHosts), mirrorTreeParents(nHosts)};
+  std::array<std::vector<int>, 2> parent;
+  for (int t = 0; t < 2; t++) {
+    parent[t].assign(n, -1);
+    auto chain = [&](int h) {
+      std::vector<int> c = members[h];
+      if (t == 1) std::reverse(c.begin(), c.end());
+      return c;
+    };
+    for (int h = 0; h < nHosts; h++) {
+      std::vector<int> c = chain(h);
+      for (size_t k = 1; k < c.size(); k++) parent[t][c[k]] = c[k - 1];
+      int ph = hostParent[t][h];
+      if (ph < 0) continue;
+      // Which child of its parent host is h (children in host order)?
+      int idx = 0;
+      for (int o = 0; o < h; o++)
+        if (hostParent[t][o] == ph) idx++;
+      std::vector<int> pc = chain(ph);
+      parent[t][c[0]] = pc[std::min<size_t>(idx, pc.size() - 1)];
+    }
+  }
+  return parent;
+}
+
+plan::Plan buildDoubleTree(const CollArgs& a, const std::vector<int>& hostOfIn) {
+  validateArgs(a);
+  if (a.coll != plan::Coll::AllReduce)
+    raise(weftInvalidArgument, "double tree: %s is not implemented", plan::collName(a.coll));
+  std::vector<int> hostOf = hostOfIn;
+  if (hostOf.empty())
+    for (int r = 0; r < a.nranks; r++) hostOf.push_back(r);
+  if (int(hostOf.size()) != a.nranks)
+    raise(weftInvalidArgument, "double tree: %zu host ids for %d ranks", hostOf.size(), a.nranks);
+  plan::Plan p = emptyPlan(a);
+  if (a.count == 0) return p;
+  auto parents = doubleTreeParents(hostOf);
+  const TreeLinks me[2] = {treeLinks(parents[0], a.rank), treeLinks(parents[1], a.rank)};
+  const int nch = usableChannels(a.nChannels, a.count);
+  for (int c = 0; c < nch; c++) {
+    Range s = evenPart(a.count, nch, c);
+    Range half0{s.off, (s.count + 1) / 2};
+    Range half1{s.off + half0.count, s.count - half0.count};
+    appendTreeAllReduce(p, me[0], half0, uint8_t(2 * c));
+    appendTreeAllReduce(p, me[1], half1, uint8_t(2 * c + 1));
+  }
+  return p;
+}
+
+}  // namespace weft::algo

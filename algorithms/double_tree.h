@@ -1,0 +1,34 @@
+// Double binary tree AllReduce: two complementary trees, each carrying half
+// of the data, so that every link carries about what a ring would while the
+// depth stays logarithmic.
+//
+// The trees span hosts; inside a host the ranks form a chain. Tree 0 is the
+// binary tree over hosts (host 0 the root, odd hosts leaves); tree 1 mirrors
+// it (even host count) or shifts it by one (odd count), which makes every
+// host interior in at most one tree (for an odd count, host 0 excepted). The host's parent
+// attaches to the head of its chain; its first child host hangs off the
+// head, the second off the next rank of the chain, so no rank has more than
+// two children. Tree 1 runs the chain in reverse, so a host's network
+// traffic is spread over two ranks.
+#pragma once
+
+#include <array>
+#include <vector>
+
+#include "algorithms/coll_args.h"
+#include "algorithms/plan.h"
+
+namespace weft::algo {
+
+// Parent arrays (per rank, -1 = root) of the two trees; hostOf[rank] is any
+// host id, ranks with equal ids share a host.
+std::array<std::vector<int>, 2> doubleTreeParents(const std::vector<int>& hostOf);
+
+// The second tree over n nodes, complementary to binaryTreeParents(n).
+std::vector<int> mirrorTreeParents(int n);
+
+// AllReduce: each channel's slice split in two halves, the first on tree 0
+// (conn 2c), the second on tree 1 (conn 2c+1). Empty hostOf = one rank per host.
+plan::Plan buildDoubleTree(const CollArgs& a, const std::vector<int>& hostOf = {});
+
+}  // namespace weft::algo
