@@ -149,3 +149,12 @@ TEST(IbConfig, ReadsEnvironment) {
   unsetenv("WEFT_IB_HCA");
   unsetenv("WEFT_IB_RETRY_CNT");
 }
+
+TEST(IbDecide, PortSpeed) {
+  EXPECT_EQ(portSpeedMbps(32, 2), 100000);   // EDR 4x
+  EXPECT_EQ(portSpeedMbps(64, 2), 200000);   // HDR 4x
+  EXPECT_EQ(portSpeedMbps(128, 2), 400000);  // NDR 4x
+  EXPECT_EQ(portSpeedMbps(128, 16), 200000); // NDR 2x
+  EXPECT_EQ(portSpeedMbps(1, 1), 2500);
+  EXPECT_EQ(portSpeedMbps(0, 0), 2500) << "unknown codes must not give 0";
+}

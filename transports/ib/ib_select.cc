@@ -12,6 +12,30 @@ const char* linkLayerName(LinkLayer l) {
   }
 }
 
+int portSpeedMbps(unsigned activeSpeed, unsigned activeWidth) {
+  int lane = 2500;
+  switch (activeSpeed) {
+    case 2: lane = 5000; break;     // DDR
+    case 4: lane = 10000; break;    // QDR
+    case 8: lane = 10000; break;    // FDR10
+    case 16: lane = 14000; break;   // FDR
+    case 32: lane = 25000; break;   // EDR
+    case 64: lane = 50000; break;   // HDR
+    case 128: lane = 100000; break; // NDR
+    case 256: lane = 200000; break; // XDR
+    default: break;                 // 1 = SDR, or unknown
+  }
+  int lanes = 1;
+  switch (activeWidth) {
+    case 2: lanes = 4; break;
+    case 4: lanes = 8; break;
+    case 8: lanes = 12; break;
+    case 16: lanes = 2; break;
+    default: break;
+  }
+  return lane * lanes;
+}
+
 namespace {
 
 std::string portName(const PortState& p) { return p.dev + ":" + std::to_string(p.port); }

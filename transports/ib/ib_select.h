@@ -39,6 +39,11 @@ struct Decision {
   std::vector<GidChoice> gid;     // gid[i] for usable[i]
 };
 
+// Port speed from ibv_port_attr's active_speed and active_width codes (the
+// IBTA encodings: speed 1 SDR .. 128 NDR, 256 XDR; width 1=1x, 2=4x, 4=8x,
+// 8=12x, 16=2x). Unknown codes count as SDR / 1x, never 0.
+int portSpeedMbps(unsigned activeSpeed, unsigned activeWidth);
+
 // Order of the checks, and so of the reason reported: WEFT_IB_DISABLE,
 // libibverbs missing, no device, every port filtered by WEFT_IB_HCA, every
 // remaining port not ACTIVE (or of unknown link layer), no usable GID.

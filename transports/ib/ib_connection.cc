@@ -1,0 +1,521 @@
+#include "transports/ib/ib_connection.h"
+
+#include <arpa/inet.h>
+#include <sched.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "src/util/clock.h"
+#include "src/util/error.h"
+#include "src/util/log.h"
+#include "transports/ib/conn_info.h"
+#include "transports/ib/credits.h"
+#include "transports/ib/mr_cache.h"
+#include "transports/ib/verbs_loader.h"
+
+namespace weft::ib {
+
+namespace {
+
+constexpr size_t kPage = 4096;
+constexpr uint32_t kMaxCreditWrites = 4;  // unacknowledged credit writes per connection
+constexpr uint32_t kReadyWord = 0x52454459;  // "REDY"
+constexpr int kPollBatch = 16;
+
+// One opened HCA shared by every connection of the process that uses it:
+// one protection domain, one registration cache.
+struct IbDevice {
+  const Verbs* v = nullptr;
+  std::string name;
+  ibv_context* ctx = nullptr;
+  ibv_pd* pd = nullptr;
+  std::unique_ptr<MrCache> mrs;
+
+  ~IbDevice() {
+    mrs.reset();
+    if (pd) v->deallocPd(pd);
+    if (ctx) v->closeDevice(ctx);
+  }
+};
+
+std::shared_ptr<IbDevice> openDevice(const Verbs* v, const std::string& name) {
+  static std::mutex mu;
+  static std::map<std::string, std::weak_ptr<IbDevice>> open;
+  std::lock_guard<std::mutex> lock(mu);
+  if (auto d = open[name].lock()) return d;
+  int n = 0;
+  ibv_device** list = v->getDeviceList(&n);
+  if (!list) raise(weftSystemError, "NET/IB: ibv_get_device_list failed while opening %s", name.c_str());
+  auto dev = std::make_shared<IbDevice>();
+  dev->v = v;
+  dev->name = name;
+  for (int i = 0; i < n && !dev->ctx; ++i)
+    if (name == v->getDeviceName(list[i])) dev->ctx = v->openDevice(list[i]);
+  v->freeDeviceList(list);
+  if (!dev->ctx) raise(weftSystemError, "NET/IB: cannot open device %s", name.c_str());
+  dev->pd = v->allocPd(dev->ctx);
+  if (!dev->pd) raise(weftSystemError, "NET/IB: ibv_alloc_pd on %s failed", name.c_str());
+  ibv_pd* pd = dev->pd;
+  std::string devName = name;
+  dev->mrs = std::make_unique<MrCache>(
+      [v, pd, devName](uintptr_t base, size_t bytes) {
+        ibv_mr* mr = v->regMr(pd, reinterpret_cast<void*>(base), bytes,
+                              IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+        if (!mr)
+          raise(weftSystemError,
+                "NET/IB: ibv_reg_mr of %zu bytes on %s failed: %s (is `ulimit -l` unlimited?)", bytes,
+                devName.c_str(), std::strerror(errno));
+        return MrKeys{mr, mr->lkey, mr->rkey};
+      },
+      [v](const MrKeys& k) { v->deregMr(static_cast<ibv_mr*>(k.handle)); });
+  open[name] = dev;
+  return dev;
+}
+
+ibv_mtu minMtu(uint8_t a, uint8_t b) { return static_cast<ibv_mtu>(a < b ? a : b); }
+
+const char* completionHint(ibv_wc_status s) {
+  switch (s) {
+    case IBV_WC_RETRY_EXC_ERR:
+      return "the peer is unreachable or the fabric drops packets (check the link, WEFT_IB_GID_INDEX, "
+             "WEFT_IB_TC, and PFC/ECN on RoCE switches)";
+    case IBV_WC_RNR_RETRY_EXC_ERR: return "the peer stopped posting receives (its process hung or exited?)";
+    case IBV_WC_REM_ACCESS_ERR: return "the peer's registered memory is gone (peer exited or aborted?)";
+    case IBV_WC_WR_FLUSH_ERR: return "the queue pair was already in error";
+    default: return "see the HCA vendor's documentation for this status";
+  }
+}
+
+class IbConnection : public Connection {
+ public:
+  IbConnection(ConnectContext& ctx, int peer, bool isSender, const IbPortChoice& choice, const IbConfig& cfg)
+      : rank_(ctx.rank),
+        peer_(peer),
+        peerHost_(ctx.peer(peer).hostname),
+        isSender_(isSender),
+        choice_(choice),
+        cfg_(cfg),
+        abortFlag_(ctx.abortFlag),
+        onAsyncError_(ctx.onAsyncError) {}
+
+  ~IbConnection() override {
+    stop_.store(true, std::memory_order_release);
+    ring(&proxyBell_);
+    if (proxy_.joinable()) proxy_.join();
+    const Verbs* v = dev_ ? dev_->v : nullptr;
+    for (ibv_qp* qp : qps_) v->destroyQp(qp);
+    if (cq_) v->destroyCq(cq_);
+    if (fifoMr_.handle) dev_->mrs->release(fifoMr_);
+    if (creditMr_.handle) dev_->mrs->release(creditMr_);
+    std::free(fifoMem_);
+    std::free(creditMem_);
+  }
+
+  FifoEnd fifo() const override { return end_; }
+  std::string describe() const override {
+    return "NET/IB/" + choice_.port.dev + ":" + std::to_string(choice_.port.port) + "/" +
+           linkLayerName(choice_.port.linkLayer) + (cfg_.qpsPerConnection > 1 ? "/" + std::to_string(qps_.size()) + "QPs" : "");
+  }
+
+  void connect(ConnectContext& ctx, uint64_t tag);
+
+ private:
+  std::string where() const {
+    return choice_.port.dev + ":" + std::to_string(choice_.port.port) + (isSender_ ? " to" : " from") + " rank " +
+           std::to_string(peer_) + " (" + peerHost_ + ")";
+  }
+  void createQueues(uint32_t nSlots);
+  void toReadyToSend(const ConnInfo& remote, const ibv_gid& localGid);
+  void postRecv(size_t qpIndex);
+  void proxyMain();
+  bool senderStep(CreditWindow& credits, InOrderWindow& done, uint32_t& sent);
+  bool receiverStep(CreditReturn& credits, InOrderWindow& arrived);
+  void completionError(const ibv_wc& wc);
+  // Marks the FIFO failed (both executors stop waiting) and reports the
+  // communicator's async error. `logged`: raise() already printed msg.
+  void failAsync(const std::string& msg, bool logged);
+
+  int rank_, peer_;
+  std::string peerHost_;
+  bool isSender_;
+  IbPortChoice choice_;
+  IbConfig cfg_;
+  const std::atomic<bool>* abortFlag_;
+  std::function<void(weftResult_t, const std::string&)> onAsyncError_;
+
+  std::shared_ptr<IbDevice> dev_;
+  ibv_cq* cq_ = nullptr;
+  std::vector<ibv_qp*> qps_;
+  uint32_t psn_ = 0;
+  void* fifoMem_ = nullptr;
+  MrKeys fifoMr_;
+  // Sender: word 0 receives the peer's consumed counter. Receiver: a ring of
+  // source words for the credit writes (each stays unchanged while its
+  // write is in flight).
+  uint64_t* creditMem_ = nullptr;
+  MrKeys creditMr_;
+  uint32_t creditWrites_ = 0;
+  ConnInfo remote_;
+  FifoEnd end_;
+  Doorbell proxyBell_;
+  std::atomic<bool> stop_{false};
+  std::thread proxy_;
+};
+
+void IbConnection::createQueues(uint32_t nSlots) {
+  const Verbs* v = dev_->v;
+  int nQps = cfg_.qpsPerConnection;
+  int cqe = nQps * static_cast<int>(2 * nSlots + kMaxCreditWrites + 4) + 16;
+  cq_ = v->createCq(dev_->ctx, cqe, nullptr, nullptr, 0);
+  if (!cq_) raise(weftSystemError, "NET/IB: ibv_create_cq(%d) on %s failed: %s", cqe, where().c_str(), std::strerror(errno));
+  for (int q = 0; q < nQps; ++q) {
+    ibv_qp_init_attr init{};
+    init.send_cq = cq_;
+    init.recv_cq = cq_;
+    init.qp_type = IBV_QPT_RC;
+    init.cap.max_send_wr = nSlots + kMaxCreditWrites + 2;
+    init.cap.max_recv_wr = nSlots + 1;
+    init.cap.max_send_sge = 1;
+    init.cap.max_recv_sge = 1;
+    ibv_qp* qp = v->createQp(dev_->pd, &init);
+    if (!qp) raise(weftSystemError, "NET/IB: ibv_create_qp on %s failed: %s", where().c_str(), std::strerror(errno));
+    qps_.push_back(qp);
+    ibv_qp_attr a{};
+    a.qp_state = IBV_QPS_INIT;
+    a.pkey_index = 0;
+    a.port_num = static_cast<uint8_t>(choice_.port.port);
+    // Both directions write: data one way, credits the other.
+    a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_LOCAL_WRITE;
+    int rc = v->modifyQp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
+    if (rc) raise(weftSystemError, "NET/IB: QP to INIT on %s failed: %s", where().c_str(), std::strerror(rc));
+  }
+}
+
+void IbConnection::toReadyToSend(const ConnInfo& remote, const ibv_gid& localGid) {
+  const Verbs* v = dev_->v;
+  bool roce = choice_.port.linkLayer == LinkLayer::Ethernet;
+  for (size_t q = 0; q < qps_.size(); ++q) {
+    ibv_qp_attr a{};
+    a.qp_state = IBV_QPS_RTR;
+    a.path_mtu = minMtu(remote.mtu, remote_.mtu);
+    a.dest_qp_num = remote.qpn[q];
+    a.rq_psn = remote.psn;
+    a.max_dest_rd_atomic = 1;
+    a.min_rnr_timer = 12;
+    a.ah_attr.port_num = static_cast<uint8_t>(choice_.port.port);
+    a.ah_attr.sl = static_cast<uint8_t>(cfg_.serviceLevel);
+    if (roce) {
+      a.ah_attr.is_global = 1;
+      std::memcpy(a.ah_attr.grh.dgid.raw, remote.gid.data(), 16);
+      a.ah_attr.grh.sgid_index = static_cast<uint8_t>(choice_.gidIndex);
+      a.ah_attr.grh.hop_limit = 255;
+      a.ah_attr.grh.traffic_class = static_cast<uint8_t>(cfg_.trafficClass);
+    } else {
+      a.ah_attr.dlid = remote.lid;
+    }
+    (void)localGid;
+    int rc = v->modifyQp(qps_[q], &a,
+                         IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+                             IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
+    if (rc)
+      raise(weftSystemError, "NET/IB: QP to RTR on %s failed: %s (GID index %d, remote QPN %u)", where().c_str(),
+            std::strerror(rc), choice_.gidIndex, remote.qpn[q]);
+    ibv_qp_attr s{};
+    s.qp_state = IBV_QPS_RTS;
+    s.sq_psn = psn_;
+    s.timeout = static_cast<uint8_t>(cfg_.timeout);
+    s.retry_cnt = static_cast<uint8_t>(cfg_.retryCount);
+    s.rnr_retry = 7;  // 7 = retry forever on RNR: receives are re-posted by a live proxy
+    s.max_rd_atomic = 1;
+    rc = v->modifyQp(qps_[q], &s,
+                     IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+                         IBV_QP_MAX_QP_RD_ATOMIC);
+    if (rc) raise(weftSystemError, "NET/IB: QP to RTS on %s failed: %s", where().c_str(), std::strerror(rc));
+  }
+}
+
+void IbConnection::postRecv(size_t qpIndex) {
+  // Write-with-immediate consumes a receive; the data itself lands by RDMA,
+  // so the receive needs no buffer.
+  ibv_recv_wr wr{};
+  ibv_recv_wr* bad = nullptr;
+  wr.wr_id = qpIndex;
+  wr.num_sge = 0;
+  int rc = ibv_post_recv(qps_[qpIndex], &wr, &bad);
+  if (rc) raise(weftSystemError, "NET/IB: ibv_post_recv on %s failed: %s", where().c_str(), std::strerror(rc));
+}
+
+void IbConnection::connect(ConnectContext& ctx, uint64_t tag) {
+  std::string why;
+  const Verbs* v = loadVerbs(&why);
+  if (!v) raise(weftSystemError, "NET/IB: libibverbs not available: %s", why.c_str());
+  dev_ = openDevice(v, choice_.port.dev);
+  uint8_t portNum = static_cast<uint8_t>(choice_.port.port);
+  ibv_port_attr pattr{};
+  if (v->queryPort(dev_->ctx, portNum, &pattr) != 0)
+    raise(weftSystemError, "NET/IB: ibv_query_port(%s) failed", where().c_str());
+  if (pattr.state != IBV_PORT_ACTIVE)
+    raise(weftSystemError, "NET/IB: port %s went %s", where().c_str(), v->portStateStr(pattr.state));
+  ibv_gid gid{};
+  if (v->queryGid(dev_->ctx, portNum, choice_.gidIndex, &gid) != 0)
+    raise(weftSystemError, "NET/IB: ibv_query_gid(%s, index %d) failed", where().c_str(), choice_.gidIndex);
+
+  const uint32_t nSlots = ctx.geometry.nSlots;
+  const uint64_t slotBytes = ctx.geometry.slotBytes;
+  if (slotBytes > kImmMaxBytes)
+    raise(weftInvalidArgument, "NET/IB: slots of %lu bytes exceed the %lu an immediate can describe",
+          static_cast<unsigned long>(slotBytes), static_cast<unsigned long>(kImmMaxBytes));
+  createQueues(nSlots);
+
+  size_t fifoLen = fifoBytes(nSlots, slotBytes);
+  fifoMem_ = std::aligned_alloc(kPage, (fifoLen + kPage - 1) / kPage * kPage);
+  creditMem_ = static_cast<uint64_t*>(std::aligned_alloc(kPage, kPage));
+  if (!fifoMem_ || !creditMem_) raise(weftSystemError, "NET/IB: out of memory for a %zu-byte FIFO", fifoLen);
+  std::memset(creditMem_, 0, kPage);
+  FifoHeader* hdr = fifoInit(fifoMem_, nSlots, slotBytes);
+  end_.hdr = hdr;
+  end_.data = static_cast<char*>(fifoMem_) + hdr->dataOffset;
+  // The executor sleeps on its own bell; the proxy on proxyBell_.
+  end_.producerBell = isSender_ ? ctx.localBell : &proxyBell_;
+  end_.consumerBell = isSender_ ? &proxyBell_ : ctx.localBell;
+  fifoMr_ = dev_->mrs->acquire(fifoMem_, fifoLen);
+  creditMr_ = dev_->mrs->acquire(creditMem_, kPage);
+
+  if (!isSender_)
+    for (size_t q = 0; q < qps_.size(); ++q)
+      for (uint32_t i = 0; i < nSlots; ++i) postRecv(q);
+
+  std::random_device rd;
+  psn_ = rd() & 0xffffff;
+  ConnInfo mine;
+  mine.role = isSender_ ? ConnRole::Sender : ConnRole::Receiver;
+  mine.usable = 1;
+  mine.linkLayer = pattr.link_layer;
+  mine.mtu = static_cast<uint8_t>(pattr.active_mtu);
+  mine.srcRank = rank_;
+  mine.dstRank = peer_;
+  mine.nQps = static_cast<uint32_t>(qps_.size());
+  for (size_t q = 0; q < qps_.size(); ++q) mine.qpn[q] = qps_[q]->qp_num;
+  mine.psn = psn_;
+  mine.lid = pattr.lid;
+  std::memcpy(mine.gid.data(), gid.raw, 16);
+  mine.nSlots = nSlots;
+  mine.slotBytes = slotBytes;
+  if (isSender_) {
+    mine.creditAddr = reinterpret_cast<uint64_t>(creditMem_);
+    mine.creditRkey = creditMr_.rkey;
+  } else {
+    mine.fifoAddr = reinterpret_cast<uint64_t>(end_.data);
+    mine.fifoRkey = fifoMr_.rkey;
+  }
+  remote_.mtu = mine.mtu;  // toReadyToSend takes the smaller of the two
+
+  auto wire = encodeConnInfo(mine);
+  ctx.bootstrap->send(peer_, tag, wire.data(), wire.size());
+  std::vector<uint8_t> got(connInfoWireBytes());
+  ctx.bootstrap->recv(peer_, tag, got.data(), got.size());
+  ConnInfo remote = decodeConnInfo(got.data(), got.size());
+  ConnRole wantRole = isSender_ ? ConnRole::Receiver : ConnRole::Sender;
+  if (remote.role != wantRole || remote.srcRank != peer_ || remote.dstRank != rank_)
+    raise(weftRemoteError, "NET/IB: %s: connection info is for rank %d -> %d (%s side), expected %d -> %d",
+          where().c_str(), remote.srcRank, remote.dstRank, remote.role == ConnRole::Sender ? "send" : "receive", peer_,
+          rank_);
+  if (!remote.usable) raise(weftRemoteError, "NET/IB: %s: the peer has no usable IB port", where().c_str());
+  if (remote.nQps != mine.nQps)
+    raise(weftInvalidUsage, "NET/IB: %s: WEFT_IB_QPS_PER_CONNECTION differs (%u here, %u on the peer)",
+          where().c_str(), mine.nQps, remote.nQps);
+  if (remote.nSlots != nSlots || remote.slotBytes != slotBytes)
+    raise(weftInvalidUsage, "NET/IB: %s: FIFO geometry differs (%u x %lu here, %u x %lu on the peer)",
+          where().c_str(), nSlots, static_cast<unsigned long>(slotBytes), remote.nSlots,
+          static_cast<unsigned long>(remote.slotBytes));
+  if (remote.linkLayer != mine.linkLayer)
+    raise(weftInvalidUsage, "NET/IB: %s: link layers differ (%s here, the peer's is code %u)", where().c_str(),
+          linkLayerName(choice_.port.linkLayer), remote.linkLayer);
+  toReadyToSend(remote, gid);
+  remote_ = remote;
+
+  // Neither side may write before the other's QPs are in RTR with receives
+  // posted, or the first packets would be dropped and retried for seconds.
+  uint32_t ready = kReadyWord, peerReady = 0;
+  ctx.bootstrap->send(peer_, tag, &ready, sizeof ready);
+  ctx.bootstrap->recv(peer_, tag, &peerReady, sizeof peerReady);
+  if (peerReady != kReadyWord) raise(weftRemoteError, "NET/IB: %s: bad ready word 0x%08x", where().c_str(), peerReady);
+
+  proxy_ = std::thread([this] { proxyMain(); });
+  WEFT_INFO(kNet | kInit, "NET/IB: rank %d %s rank %d via %s, GID index %d, MTU %d, %zu QP(s), %u slots of %lu bytes",
+            rank_, isSender_ ? "->" : "<-", peer_, describe().c_str(), choice_.gidIndex, 128 << pattr.active_mtu,
+            qps_.size(), nSlots, static_cast<unsigned long>(slotBytes));
+}
+
+void IbConnection::failAsync(const std::string& msg, bool logged) {
+  if (!logged) WEFT_WARN("%s", msg.c_str());
+  end_.fail();
+  if (onAsyncError_) {
+    try {
+      onAsyncError_(weftRemoteError, msg);
+    } catch (...) {
+      // The handler belongs to the core; a throw from it must not kill the process.
+    }
+  }
+}
+
+void IbConnection::completionError(const ibv_wc& wc) {
+  const Verbs* v = dev_->v;
+  char buf[512];
+  std::snprintf(buf, sizeof buf,
+                "NET/IB: work completion error on %s: %s (status %d, vendor error 0x%x, QP %u): %s",
+                where().c_str(), v->wcStatusStr(wc.status), static_cast<int>(wc.status), wc.vendor_err, wc.qp_num,
+                completionHint(wc.status));
+  raise(weftRemoteError, "%s", buf);
+}
+
+bool IbConnection::senderStep(CreditWindow& credits, InOrderWindow& done, uint32_t& sent) {
+  bool progressed = false;
+  // The peer RDMA-writes this word; an atomic view keeps the compiler from
+  // caching it across iterations.
+  uint32_t consumed = static_cast<uint32_t>(std::atomic_ref<uint64_t>(creditMem_[0]).load(std::memory_order_acquire));
+  if (credits.onCredit(consumed)) progressed = true;
+
+  FifoHeader* hdr = end_.hdr;
+  uint32_t posted = hdr->posted.load(std::memory_order_acquire);
+  while (sent != posted && credits.canWrite()) {
+    uint32_t slot = sent % hdr->nSlots;
+    uint64_t bytes = hdr->sizes[slot];
+    ibv_sge sge{};
+    sge.addr = reinterpret_cast<uint64_t>(end_.data) + uint64_t(slot) * hdr->slotBytes;
+    sge.length = static_cast<uint32_t>(bytes);
+    sge.lkey = fifoMr_.lkey;
+    ibv_send_wr wr{};
+    ibv_send_wr* bad = nullptr;
+    wr.wr_id = slot;
+    wr.sg_list = bytes ? &sge : nullptr;
+    wr.num_sge = bytes ? 1 : 0;
+    wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+    wr.send_flags = IBV_SEND_SIGNALED;
+    wr.imm_data = htonl(encodeImm(slot, bytes));
+    wr.wr.rdma.remote_addr = remote_.fifoAddr + uint64_t(slot) * hdr->slotBytes;
+    wr.wr.rdma.rkey = remote_.fifoRkey;
+    int rc = ibv_post_send(qps_[sent % qps_.size()], &wr, &bad);
+    if (rc) raise(weftSystemError, "NET/IB: ibv_post_send on %s failed: %s", where().c_str(), std::strerror(rc));
+    credits.onWrite();
+    ++sent;
+    progressed = true;
+  }
+
+  ibv_wc wcs[kPollBatch];
+  int n = ibv_poll_cq(cq_, kPollBatch, wcs);
+  if (n < 0) raise(weftSystemError, "NET/IB: ibv_poll_cq on %s failed", where().c_str());
+  for (int i = 0; i < n; ++i) {
+    if (wcs[i].status != IBV_WC_SUCCESS) completionError(wcs[i]);
+    done.mark(static_cast<uint32_t>(wcs[i].wr_id), 0);
+  }
+  // The local staging slot is free once its write completed; frees must go
+  // in FIFO order even when QPs complete out of order.
+  while (done.take()) {
+    end_.release();
+    progressed = true;
+  }
+  return progressed;
+}
+
+bool IbConnection::receiverStep(CreditReturn& credits, InOrderWindow& arrived) {
+  bool progressed = false;
+  ibv_wc wcs[kPollBatch];
+  int n = ibv_poll_cq(cq_, kPollBatch, wcs);
+  if (n < 0) raise(weftSystemError, "NET/IB: ibv_poll_cq on %s failed", where().c_str());
+  for (int i = 0; i < n; ++i) {
+    const ibv_wc& wc = wcs[i];
+    if (wc.status != IBV_WC_SUCCESS) completionError(wc);
+    if (wc.opcode == IBV_WC_RDMA_WRITE) {
+      credits.onSendCompleted();
+      continue;
+    }
+    if (wc.opcode != IBV_WC_RECV_RDMA_WITH_IMM || !(wc.wc_flags & IBV_WC_WITH_IMM))
+      raise(weftRemoteError, "NET/IB: %s: unexpected completion opcode %d", where().c_str(), static_cast<int>(wc.opcode));
+    ImmData d = decodeImm(ntohl(wc.imm_data));
+    if (d.bytes != wc.byte_len || d.bytes > end_.hdr->slotBytes)
+      raise(weftRemoteError, "NET/IB: %s: slot %u announced %u bytes, %u arrived (slots hold %lu)", where().c_str(),
+            d.slot, d.bytes, wc.byte_len, static_cast<unsigned long>(end_.hdr->slotBytes));
+    arrived.mark(d.slot, d.bytes);
+    postRecv(wc.wr_id);
+    progressed = true;
+  }
+  while (auto bytes = arrived.take()) end_.post(*bytes);
+
+  uint32_t consumed = end_.hdr->consumed.load(std::memory_order_acquire);
+  if (auto value = credits.due(consumed)) {
+    uint64_t* src = &creditMem_[creditWrites_ % (kMaxCreditWrites + 1)];
+    *src = *value;
+    ibv_sge sge{};
+    sge.addr = reinterpret_cast<uint64_t>(src);
+    sge.length = sizeof(uint64_t);
+    sge.lkey = creditMr_.lkey;
+    ibv_send_wr wr{};
+    ibv_send_wr* bad = nullptr;
+    wr.wr_id = ~uint64_t(0);
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    wr.opcode = IBV_WR_RDMA_WRITE;
+    wr.send_flags = IBV_SEND_SIGNALED;
+    wr.wr.rdma.remote_addr = remote_.creditAddr;
+    wr.wr.rdma.rkey = remote_.creditRkey;
+    int rc = ibv_post_send(qps_[0], &wr, &bad);
+    if (rc) raise(weftSystemError, "NET/IB: credit write on %s failed: %s", where().c_str(), std::strerror(rc));
+    credits.onSent(*value);
+    ++creditWrites_;
+    progressed = true;
+  }
+  return progressed;
+}
+
+void IbConnection::proxyMain() {
+  try {
+    const uint32_t nSlots = end_.hdr->nSlots;
+    CreditWindow credits(nSlots);
+    CreditReturn returns(kMaxCreditWrites);
+    InOrderWindow order(nSlots);
+    uint32_t sent = 0;
+    int idle = 0;
+    while (!stop_.load(std::memory_order_acquire)) {
+      if (abortFlag_ && abortFlag_->load(std::memory_order_acquire)) break;
+      uint32_t seen = proxyBell_.seq.load(std::memory_order_acquire);
+      bool progressed = isSender_ ? senderStep(credits, order, sent) : receiverStep(returns, order);
+      if (progressed) {
+        idle = 0;
+        continue;
+      }
+      // Completions and credits arrive without a doorbell, so the proxy
+      // polls; after a while idle it naps briefly on its bell (rung by the
+      // executor) to leave the core to ranks that need it.
+      if (++idle < spinCount()) {
+        cpuRelax();
+      } else if (idle < 2 * spinCount()) {
+        sched_yield();
+      } else {
+        sleepOn(&proxyBell_, seen, 50 * 1000);
+      }
+    }
+  } catch (const Error& e) {
+    failAsync(e.what(), true);
+  } catch (const std::exception& e) {
+    failAsync(std::string("NET/IB: proxy for ") + where() + " failed: " + e.what(), false);
+  }
+}
+
+}  // namespace
+
+std::unique_ptr<Connection> connectIb(ConnectContext& ctx, int peer, uint64_t tag, bool isSender,
+                                      const IbPortChoice& choice, const IbConfig& cfg) {
+  auto conn = std::make_unique<IbConnection>(ctx, peer, isSender, choice, cfg);
+  conn->connect(ctx, tag);
+  return conn;
+}
+
+}  // namespace weft::ib

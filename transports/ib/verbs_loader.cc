@@ -1,0 +1,80 @@
+#include "transports/ib/verbs_loader.h"
+
+#include <dlfcn.h>
+
+#include <mutex>
+
+#include "src/util/env.h"
+#include "src/util/log.h"
+
+namespace weft::ib {
+
+namespace {
+
+struct Loaded {
+  Verbs verbs;
+  bool ok = false;
+  std::string why;
+};
+
+template <typename Fn>
+bool bind(void* lib, const char* symbol, Fn*& slot, std::string* missing) {
+  slot = reinterpret_cast<Fn*>(dlsym(lib, symbol));
+  if (!slot && missing) *missing += (missing->empty() ? "" : ", ") + std::string(symbol);
+  return slot != nullptr;
+}
+
+Loaded load() {
+  Loaded l;
+  std::string name = envString("WEFT_IB_VERBS_LIB").value_or("libibverbs.so.1");
+  // Never dlclose'd: providers register themselves into the library and
+  // contexts may outlive any one communicator.
+  void* lib = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!lib) {
+    const char* e = dlerror();
+    l.why = e ? e : ("dlopen(" + name + ") failed");
+    return l;
+  }
+  Verbs& v = l.verbs;
+  std::string missing;
+  bind(lib, "ibv_get_device_list", v.getDeviceList, &missing);
+  bind(lib, "ibv_free_device_list", v.freeDeviceList, &missing);
+  bind(lib, "ibv_get_device_name", v.getDeviceName, &missing);
+  bind(lib, "ibv_open_device", v.openDevice, &missing);
+  bind(lib, "ibv_close_device", v.closeDevice, &missing);
+  bind(lib, "ibv_query_device", v.queryDevice, &missing);
+  bind(lib, "ibv_query_port", v.queryPort, &missing);
+  bind(lib, "ibv_query_gid", v.queryGid, &missing);
+  bind(lib, "ibv_alloc_pd", v.allocPd, &missing);
+  bind(lib, "ibv_dealloc_pd", v.deallocPd, &missing);
+  bind(lib, "ibv_reg_mr", v.regMr, &missing);
+  bind(lib, "ibv_dereg_mr", v.deregMr, &missing);
+  bind(lib, "ibv_create_cq", v.createCq, &missing);
+  bind(lib, "ibv_destroy_cq", v.destroyCq, &missing);
+  bind(lib, "ibv_create_qp", v.createQp, &missing);
+  bind(lib, "ibv_modify_qp", v.modifyQp, &missing);
+  bind(lib, "ibv_destroy_qp", v.destroyQp, &missing);
+  bind(lib, "ibv_wc_status_str", v.wcStatusStr, &missing);
+  bind(lib, "ibv_port_state_str", v.portStateStr, &missing);
+  bind(lib, "ibv_reg_dmabuf_mr", v.regDmabufMr, nullptr);
+  if (!missing.empty()) {
+    l.why = name + " lacks " + missing;
+    return l;
+  }
+  l.ok = true;
+  WEFT_INFO(kNet, "NET/IB: loaded %s%s", name.c_str(), v.regDmabufMr ? " (dma-buf registration available)" : "");
+  return l;
+}
+
+}  // namespace
+
+const Verbs* loadVerbs(std::string* why) {
+  static const Loaded loaded = load();
+  if (!loaded.ok) {
+    if (why) *why = loaded.why;
+    return nullptr;
+  }
+  return &loaded.verbs;
+}
+
+}  // namespace weft::ib

@@ -1,0 +1,47 @@
+// libibverbs, loaded with dlopen so that libweft has no link dependency on
+// rdma-core: a machine without it still runs weft (over sockets).
+//
+// Only the exported entry points go through this table. The data-path calls
+// (ibv_post_send, ibv_post_recv, ibv_poll_cq) are static inline in verbs.h
+// and jump through the ops of the ibv_context the provider filled in, so
+// they work unchanged on contexts opened through the table.
+#pragma once
+
+#include <infiniband/verbs.h>
+
+#include <string>
+
+namespace weft::ib {
+
+// Member names differ from the verbs names on purpose: several of those are
+// macros in verbs.h (ibv_get_device_list, ibv_query_port, ibv_reg_mr).
+struct Verbs {
+  ibv_device** (*getDeviceList)(int* num) = nullptr;
+  void (*freeDeviceList)(ibv_device** list) = nullptr;
+  const char* (*getDeviceName)(ibv_device* dev) = nullptr;
+  ibv_context* (*openDevice)(ibv_device* dev) = nullptr;
+  int (*closeDevice)(ibv_context* ctx) = nullptr;
+  int (*queryDevice)(ibv_context* ctx, ibv_device_attr* attr) = nullptr;
+  int (*queryPort)(ibv_context* ctx, uint8_t port, ibv_port_attr* attr) = nullptr;
+  int (*queryGid)(ibv_context* ctx, uint8_t port, int index, ibv_gid* gid) = nullptr;
+  ibv_pd* (*allocPd)(ibv_context* ctx) = nullptr;
+  int (*deallocPd)(ibv_pd* pd) = nullptr;
+  ibv_mr* (*regMr)(ibv_pd* pd, void* addr, size_t length, int access) = nullptr;
+  // Optional (rdma-core >= 34): GPU memory exported as a dma-buf.
+  ibv_mr* (*regDmabufMr)(ibv_pd* pd, uint64_t offset, size_t length, uint64_t iova, int fd, int access) = nullptr;
+  int (*deregMr)(ibv_mr* mr) = nullptr;
+  ibv_cq* (*createCq)(ibv_context* ctx, int cqe, void* cqContext, ibv_comp_channel* channel, int vector) = nullptr;
+  int (*destroyCq)(ibv_cq* cq) = nullptr;
+  ibv_qp* (*createQp)(ibv_pd* pd, ibv_qp_init_attr* attr) = nullptr;
+  int (*modifyQp)(ibv_qp* qp, ibv_qp_attr* attr, int mask) = nullptr;
+  int (*destroyQp)(ibv_qp* qp) = nullptr;
+  const char* (*wcStatusStr)(ibv_wc_status status) = nullptr;
+  const char* (*portStateStr)(ibv_port_state state) = nullptr;
+};
+
+// The loaded table, or nullptr when libibverbs (or one of its required
+// symbols) is missing; *why then says what failed. Loaded once per process;
+// WEFT_IB_VERBS_LIB overrides the library name (tests, odd installs).
+const Verbs* loadVerbs(std::string* why);
+
+}  // namespace weft::ib
