@@ -61,11 +61,11 @@ plan::FifoGeometry chooseGeometry() {
   int64_t buff = envInt("WEFT_BUFFSIZE", 4 << 20);
   if (slots < 2 || slots > kFifoMaxSlots)
     raise(weftInvalidArgument, "WEFT_NSLOTS=%ld must be in 2..%u", static_cast<long>(slots), kFifoMaxSlots);
-  if (buff < slots * 4096 || buff > (1ll << 30))
-    raise(weftInvalidArgument, "WEFT_BUFFSIZE=%ld must be between %ld and 1 GiB", static_cast<long>(buff),
-          static_cast<long>(slots * 4096));
+  if (buff < slots * 1024 || buff > (1ll << 30))
+    raise(weftInvalidArgument, "WEFT_BUFFSIZE=%ld must be between %ld (1 KiB per slot) and 1 GiB",
+          static_cast<long>(buff), static_cast<long>(slots * 1024));
   g.nSlots = static_cast<uint32_t>(slots);
-  g.slotBytes = static_cast<uint64_t>(buff / slots) / 4096 * 4096;
+  g.slotBytes = static_cast<uint64_t>(buff / slots) / 64 * 64;
   return g;
 }
 
