@@ -51,7 +51,9 @@ void discoverDevice(const Verbs& v, ibv_device* device, Discovery& out) {
     s.dev = name;
     s.port = port;
     s.active = pattr.state == IBV_PORT_ACTIVE;
+    // "PORT_DOWN" -> "DOWN": the reason text already says it is a port.
     s.stateName = v.portStateStr(pattr.state);
+    if (s.stateName.rfind("PORT_", 0) == 0) s.stateName = s.stateName.substr(5);
     s.linkLayer = linkLayerOf(pattr.link_layer);
     s.speedMbps = portSpeedMbps(pattr.active_speed, pattr.active_width);
     if (s.active) {
