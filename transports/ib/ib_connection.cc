@@ -132,7 +132,7 @@ class IbConnection : public Connection {
            std::to_string(peer_) + " (" + peerHost_ + ")";
   }
   void createQueues(uint32_t nSlots);
-  void toReadyToSend(const ConnInfo& remote, const ibv_gid& localGid);
+  void toReadyToSend(const ConnInfo& remote);
   void postRecv(size_t qpIndex);
   void proxyMain();
   bool senderStep(CreditWindow& credits, InOrderWindow& done, uint32_t& sent);
@@ -198,7 +198,7 @@ void IbConnection::createQueues(uint32_t nSlots) {
   }
 }
 
-void IbConnection::toReadyToSend(const ConnInfo& remote, const ibv_gid& localGid) {
+void IbConnection::toReadyToSend(const ConnInfo& remote) {
   const Verbs* v = dev_->v;
   bool roce = choice_.port.linkLayer == LinkLayer::Ethernet;
   for (size_t q = 0; q < qps_.size(); ++q) {
@@ -220,7 +220,6 @@ void IbConnection::toReadyToSend(const ConnInfo& remote, const ibv_gid& localGid
     } else {
       a.ah_attr.dlid = remote.lid;
     }
-    (void)localGid;
     int rc = v->modifyQp(qps_[q], &a,
                          IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
                              IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
@@ -338,7 +337,7 @@ void IbConnection::connect(ConnectContext& ctx, uint64_t tag) {
   if (remote.linkLayer != mine.linkLayer)
     raise(weftInvalidUsage, "NET/IB: %s: link layers differ (%s here, the peer's is code %u)", where().c_str(),
           linkLayerName(choice_.port.linkLayer), remote.linkLayer);
-  toReadyToSend(remote, gid);
+  toReadyToSend(remote);
   remote_ = remote;
 
   // Neither side may write before the other's QPs are in RTR with receives
