@@ -2,6 +2,9 @@
 #include "benchmarks/common/team.h"
 
 #ifdef WEFT_BENCH_MPI
+// The C API only: Open MPI would otherwise pull in its C++ bindings.
+#define OMPI_SKIP_MPICXX 1
+#define MPICH_SKIP_MPICXX 1
 #include <mpi.h>
 #endif
 
