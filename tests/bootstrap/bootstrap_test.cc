@@ -27,7 +27,7 @@ class BootstrapTest : public ::testing::Test {
 
 // Runs fn(rank, bootstrap) on nranks threads after they all joined.
 void runRanks(int nranks, int64_t timeoutMs, const std::function<void(int, Bootstrap&)>& fn,
-              const weftUniqueId* givenId = nullptr) {
+              const weftUniqueId* givenId = nullptr, bool skipFinalBarrier = false) {
   weftUniqueId id;
   if (givenId) id = *givenId;
   else createUniqueId(&id, timeoutMs);
@@ -40,7 +40,7 @@ void runRanks(int nranks, int64_t timeoutMs, const std::function<void(int, Boots
         ASSERT_EQ(b->rank(), r);
         ASSERT_EQ(b->nranks(), nranks);
         fn(r, *b);
-        b->barrier();  // nobody leaves while others still send to it
+        if (!skipFinalBarrier) b->barrier();  // nobody leaves while others still send to it
       } catch (const std::exception& e) {
         errors[r] = e.what();
       }
@@ -161,6 +161,143 @@ TEST_F(BootstrapTest, StrayClientsAndWrongSecretAreRejected) {
         b.barrier();
       },
       &id);
+}
+
+TEST_F(BootstrapTest, MissingRankTimesOutWithinBound) {
+  weftUniqueId id;
+  createUniqueId(&id, 400);
+  std::vector<std::thread> threads;
+  std::atomic<int> timeouts{0};
+  auto t0 = std::chrono::steady_clock::now();
+  for (int r = 0; r < 2; ++r) {  // rank 2 of 3 never comes
+    threads.emplace_back([&, r] {
+      try {
+        Bootstrap::join(id, r, 3, 400);
+      } catch (const Error& e) {
+        if (e.code() == weftTimeout) timeouts++;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(timeouts.load(), 2);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(3));
+}
+
+TEST_F(BootstrapTest, NranksMismatchIsRejected) {
+  weftUniqueId id;
+  createUniqueId(&id, 500);
+  std::thread first([&] {
+    try {
+      Bootstrap::join(id, 0, 2, 500);  // rank 1 never comes with nranks 2
+    } catch (const Error&) {
+    }
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  try {
+    Bootstrap::join(id, 1, 3, 500);
+    ADD_FAILURE() << "nranks mismatch accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), weftInvalidArgument) << e.what();
+  }
+  first.join();
+}
+
+TEST_F(BootstrapTest, AbortUnblocksRecv) {
+  runRanks(2, 10000, [](int rank, Bootstrap& b) {
+    if (rank != 0) return;  // (no final barrier: rank 0 is aborted)
+    std::thread aborter([&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      b.abort();
+    });
+    auto t0 = std::chrono::steady_clock::now();
+    int v;
+    try {
+      b.recv(1, 99, &v, sizeof(v));  // never sent
+      ADD_FAILURE() << "recv returned";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), weftRemoteError);
+    }
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(2));
+    aborter.join();
+  }, nullptr, true);
+}
+
+TEST_F(BootstrapTest, RecvTimesOut) {
+  runRanks(2, 200, [](int rank, Bootstrap& b) {
+    int v;
+    try {
+      b.recv(1 - rank, 5, &v, sizeof(v));
+      ADD_FAILURE() << "recv returned";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), weftTimeout);
+    }
+  }, nullptr, true);
+}
+
+TEST_F(BootstrapTest, PeerLostWithoutGoodbye) {
+  weftUniqueId id;
+  createUniqueId(&id, 10000);
+  std::unique_ptr<Bootstrap> b0, b1;
+  std::thread t([&] { b1 = Bootstrap::join(id, 1, 2, 10000); });
+  b0 = Bootstrap::join(id, 0, 2, 10000);
+  t.join();
+  std::atomic<int> lost{-1};
+  b0->setPeerLostHandler([&](int peer) { lost = peer; });
+  std::thread t2([&] { b1->barrier(); });  // opens the connections both ways
+  b0->barrier();
+  t2.join();
+  b1->abort();    // an aborted rank leaves without goodbye, like a crash
+  b1.reset();
+  for (int i = 0; i < 200 && lost.load() < 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_EQ(lost.load(), 1);
+  int v;
+  try {
+    b0->recv(1, 1, &v, sizeof(v));
+    ADD_FAILURE() << "recv from a lost peer returned";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), weftRemoteError);
+  }
+}
+
+TEST_F(BootstrapTest, OrderlyShutdownIsNotALoss) {
+  weftUniqueId id;
+  createUniqueId(&id, 10000);
+  std::unique_ptr<Bootstrap> b0, b1;
+  std::thread t([&] { b1 = Bootstrap::join(id, 1, 2, 10000); });
+  b0 = Bootstrap::join(id, 0, 2, 10000);
+  t.join();
+  std::atomic<int> lost{-1};
+  b0->setPeerLostHandler([&](int peer) { lost = peer; });
+  std::thread t2([&] { b1->barrier(); });
+  b0->barrier();
+  t2.join();
+  b1->shutdown();
+  b1.reset();
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(lost.load(), -1);
+}
+
+TEST_F(BootstrapTest, CommIdAddressRootStartedByRankZero) {
+  // Find a free port, then name it in WEFT_COMM_ID.
+  SocketAddress lo = SocketAddress::parse("127.0.0.1:1", "test");
+  lo.setPort(0);
+  SocketAddress freePort;
+  { Socket probe = listenOn(lo, &freePort); }
+  setenv("WEFT_COMM_ID", freePort.str().c_str(), 1);
+  weftUniqueId a, b;
+  createUniqueId(&a, 5000);
+  createUniqueId(&b, 5000);  // made independently, must agree
+  unsetenv("WEFT_COMM_ID");
+  EXPECT_EQ(memcmp(&a, &b, sizeof(a)), 0);
+  EXPECT_EQ(rootOf(a).str(), freePort.str());
+  std::unique_ptr<Bootstrap> b0, b1;
+  std::thread t([&] { b1 = Bootstrap::join(b, 1, 2, 5000); });  // may come before the root exists
+  b0 = Bootstrap::join(a, 0, 2, 5000);
+  t.join();
+  int x = 3, y = 0;
+  b0->send(1, 1, &x, sizeof(x));
+  b1->recv(0, 1, &y, sizeof(y));
+  EXPECT_EQ(y, 3);
 }
 
 }  // namespace
