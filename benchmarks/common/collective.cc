@@ -21,6 +21,8 @@ bool usesOp(CollKind kind) {
   return kind == CollKind::AllReduce || kind == CollKind::ReduceScatter || kind == CollKind::Reduce;
 }
 
+bool inPlaceDefined(CollKind kind) { return kind != CollKind::AlltoAll && kind != CollKind::SendRecv; }
+
 bool isRooted(CollKind kind) { return kind == CollKind::Broadcast || kind == CollKind::Reduce; }
 
 Shape shapeFor(CollKind kind, size_t bytes, size_t eltSize, int nranks) {

@@ -22,6 +22,10 @@ struct Shape {
 const char* testName(CollKind kind);  // "all_reduce_perf", ...
 bool usesOp(CollKind kind);           // prints "none" in the redop column otherwise
 bool isRooted(CollKind kind);         // prints the root, else -1
+// Whether the API defines the in-place result. AlltoAll and SendRecv with
+// send == recv read and write the same bytes from different peers at once:
+// the in-place column is timed, as nccl-tests does, but not checked (N/A).
+bool inPlaceDefined(CollKind kind);
 
 // bytes: the requested size of the sweep step; eltSize: bytes per element.
 Shape shapeFor(CollKind kind, size_t bytes, size_t eltSize, int nranks);

@@ -320,7 +320,7 @@ class RankRunner {
       const double localUs = seconds * 1e6 / (static_cast<double>(o_.iters) * o_.aggIters);
 
       long long wrong = -1;
-      if (o_.checkIters > 0) {
+      if (o_.checkIters > 0 && (!inPlace || inPlaceDefined(s_.kind))) {
         wrong = 0;
         const CheckSpec spec{s_.kind, type, op, s_.nranks, rank_, rootArg};
         char* poisonBase = inPlace && !shape.sendInplaceOffset ? send : recv;

@@ -180,6 +180,8 @@ TEST(BenchCollective, ShapesAndBandwidthFactors) {
   EXPECT_DOUBLE_EQ(busFactor(CollKind::Broadcast, 4), 1.0);
   s = shapeFor(CollKind::AlltoAll, 1024, 4, 4);
   EXPECT_DOUBLE_EQ(algBytes(CollKind::AlltoAll, s, 4, 4), 1024.0);
+  EXPECT_TRUE(inPlaceDefined(CollKind::AllGather));
+  EXPECT_FALSE(inPlaceDefined(CollKind::AlltoAll));
 }
 
 }  // namespace
