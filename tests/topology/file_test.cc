@@ -1,0 +1,114 @@
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+
+#include "src/topology/detect.h"
+#include "src/topology/topo_file.h"
+#include "src/util/error.h"
+#include "tests/topology/topo_test_util.h"
+
+namespace weft::topo {
+namespace {
+
+using namespace testing;
+
+TEST(TopoFile, EveryShippedFileRoundTrips) {
+  auto files = shippedFiles();
+  ASSERT_GE(files.size(), 4u);
+  for (const auto& f : files) {
+    SCOPED_TRACE(f);
+    System sys = loadFile(f);
+    EXPECT_FALSE(sys.nodes.empty());
+    System back = loadString(dumpString(sys));
+    EXPECT_TRUE(back == sys);
+    // A dump of the reloaded system is byte-identical: dumping is canonical.
+    EXPECT_EQ(dumpString(back), dumpString(sys));
+  }
+}
+
+TEST(TopoFile, DetectedSystemRoundTripsThroughAFile) {
+  DetectOptions opts;
+  opts.gpus = false;
+  System sys = detectLocal(opts);
+  std::string path = ::testing::TempDir() + "weft-topo-detected-" + std::to_string(getpid()) + ".json";
+  dumpFile(sys, path);
+  System back = loadFile(path);
+  unlink(path.c_str());
+  EXPECT_TRUE(back == sys);
+}
+
+TEST(TopoFile, EqualityNoticesEveryKindOfChange) {
+  System base = loadFile(dataFile(kPcieBox));
+  System bw = base;
+  bw.links[0].bw += 1;
+  EXPECT_FALSE(bw == base);
+  System attr = base;
+  attr.nodes[2].cudaDev = 7;
+  EXPECT_FALSE(attr == base);
+  System fewer = base;
+  fewer.links.pop_back();
+  EXPECT_FALSE(fewer == base);
+  // Order of nodes and links does not matter.
+  System shuffled = base;
+  std::reverse(shuffled.links.begin(), shuffled.links.end());
+  EXPECT_TRUE(shuffled == base);
+}
+
+TEST(TopoFile, BandwidthsFollowFromDevicesWhenLeftOut) {
+  System dgx = loadFile(dataFile(kDgx));
+  int gpu = node(dgx, "dgx0/gpu0");
+  int nvs = node(dgx, "dgx0/nvswitch0");
+  int sw = node(dgx, "dgx0/sw0");
+  for (const Link& l : dgx.links) {
+    if ((l.a == gpu && l.b == nvs) || (l.a == nvs && l.b == gpu)) {
+      EXPECT_EQ(l.kind, LinkKind::NvLink);
+      EXPECT_EQ(l.count, 12);
+      EXPECT_DOUBLE_EQ(l.bw, 240.0);  // 12 links x 20 GB/s (sm80)
+    }
+    if (l.a == sw && l.b == gpu) EXPECT_DOUBLE_EQ(l.bw, 24.0);  // PCIe gen4 x16
+  }
+  System cluster = loadFile(dataFile(kCluster));
+  int nic3 = node(cluster, "box3/nic0");
+  int nic0 = node(cluster, "box0/nic0");
+  for (const Link& l : cluster.links) {
+    if (l.a == nic3) EXPECT_DOUBLE_EQ(l.bw, 5.0);   // 40 Gb/s
+    if (l.a == nic0) EXPECT_DOUBLE_EQ(l.bw, 12.5);  // 100 Gb/s
+  }
+  EXPECT_EQ(cluster.hosts.size(), 4u);
+  EXPECT_EQ(cluster.nodesOf(NodeKind::NetSwitch, -1).size(), 2u);
+}
+
+TEST(TopoFile, RejectsMistakes) {
+  auto bad = [](const std::string& body) {
+    return R"({"weft_topology": 1, "hosts": [{"name": "h", "nodes": [)"
+           R"({"id": "cpu0", "kind": "cpu"}, {"id": "gpu0", "kind": "gpu", "sm": 90}], "links": [)" +
+           body + "]}]}";
+  };
+  EXPECT_NO_THROW(loadString(bad(R"({"a": "cpu0", "b": "gpu0", "kind": "pci"})")));
+  EXPECT_THROW(loadString(bad(R"({"a": "cpu0", "b": "gpu9", "kind": "pci"})")), Error);
+  EXPECT_THROW(loadString(bad(R"({"a": "cpu0", "b": "gpu0", "kind": "wire"})")), Error);
+  EXPECT_THROW(loadString(bad(R"({"a": "cpu0", "b": "gpu0", "kind": "pci", "bandwidth": 3})")), Error);
+  EXPECT_THROW(loadString(bad(R"({"a": "cpu0", "b": "gpu0", "kind": "pci", "bw": -1})")), Error);
+  EXPECT_THROW(loadString(bad(R"({"a": "cpu0", "b": "gpu0", "kind": "smp"})")), Error);  // no bw to imply
+  EXPECT_THROW(loadString(R"({"hosts": []})"), Error);
+  EXPECT_THROW(loadString(R"({"weft_topology": 2, "hosts": []})"), Error);
+  EXPECT_THROW(loadString(R"({"weft_topology": 1, "hosts": [{"name": "a"}, {"name": "a"}]})"), Error);
+  EXPECT_THROW(loadFile("/nonexistent/weft-topo.json"), Error);
+}
+
+TEST(TopoFile, EnvironmentLoadsAndDumps) {
+  std::string dump = ::testing::TempDir() + "weft-topo-env-" + std::to_string(getpid()) + ".json";
+  setenv("WEFT_TOPO_FILE", dataFile(kCluster).c_str(), 1);
+  setenv("WEFT_TOPO_DUMP_FILE", dump.c_str(), 1);
+  System sys = systemFromEnv();
+  unsetenv("WEFT_TOPO_FILE");
+  unsetenv("WEFT_TOPO_DUMP_FILE");
+  EXPECT_TRUE(sys == loadFile(dataFile(kCluster)));
+  EXPECT_TRUE(loadFile(dump) == sys);
+  unlink(dump.c_str());
+}
+
+}  // namespace
+}  // namespace weft::topo
