@@ -77,6 +77,9 @@ struct ScalarLanes {
 template <class Fmt, class L>
 WEFT_FN typename L::F decodeNarrow(typename L::U bits) {
   using U = typename L::U;
+  // bfloat16 is the top half of a float32; its NaNs are quietened on the way
+  // back (encodeNarrow), so nothing is lost by not doing it here.
+  if constexpr (Fmt::kExpBits == 8) return L::asFloat(bits << 16);
   constexpr int kShift = 23 - Fmt::kManBits;
   constexpr uint32_t kRebias = (127 - Fmt::kBias) << 23;
   const U sign = (bits >> (Fmt::kExpBits + Fmt::kManBits)) << 31;
@@ -103,6 +106,13 @@ WEFT_FN typename L::F decodeNarrow(typename L::U bits) {
 template <class Fmt, class L>
 WEFT_FN typename L::U encodeNarrow(typename L::F x) {
   using U = typename L::U;
+  if constexpr (Fmt::kExpBits == 8) {
+    // Same exponent as float32: round the whole pattern, sign included; a
+    // carry out of the largest finite value lands exactly on infinity.
+    const U all = L::asBits(x);
+    const U rounded = (all + 0x7fffu + ((all >> 16) & 1u)) >> 16;
+    return ((all & 0x7fffffffu) > L::splat(0x7f800000u)) ? ((all >> 16) | 0x40u) : rounded;
+  }
   constexpr int kShift = 23 - Fmt::kManBits;
   constexpr uint32_t kRebias = (127 - Fmt::kBias) << 23;
   U f = L::asBits(x);

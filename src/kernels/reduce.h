@@ -6,10 +6,14 @@
 // exactly (in place), never partially.
 //
 // float16 / bfloat16 / fp8 are reduced in float32 and rounded to nearest
-// even on store. Integer Avg divides the (wrapping) sum by nranks; float Avg
-// multiplies the sum by 1/nranks computed in the accumulation type.
+// even once, on store (fp8 saturates to its largest finite value). Integer
+// Sum/Prod wrap; integer Avg divides the wrapped sum by nranks (truncating
+// toward zero); float Avg divides by nranks in the accumulation type (float32,
+// or double for double). Float Max/Min propagate NaN.
 // Loops are vectorised, with the SIMD width chosen once at run time
-// (SSE2 / AVX2 / AVX-512 where the CPU has it).
+// (SSE2 / AVX2 / AVX-512 where the CPU has it; WEFT_SIMD caps it). The
+// per-element arithmetic is in functors.h, shared with device code.
+// Invalid types or ops, and Avg over < 1 rank, throw weft::Error.
 #pragma once
 
 #include <cstddef>
