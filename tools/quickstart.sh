@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# The two README commands:
+#   tools/quickstart.sh perf   install, build, run an AllReduce perf sweep on 4 local ranks
+#   tools/quickstart.sh test   install, build, run the whole test suite
+set -euo pipefail
+cd "$(dirname "$0")/.."
+mode=${1:-perf}
+bash tools/setup.sh
+jobs=$(nproc)
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo
+cmake --build build -j"$jobs"
+case "$mode" in
+  perf)
+    ./build/benchmarks/all_reduce_perf -t 4 -b 8 -e 64M -f 4 -n 20 -w 5
+    ;;
+  test)
+    # Tests open sockets on loopback only; each has its own time bound.
+    ctest --test-dir build -j"$jobs" --output-on-failure --timeout 600
+    ;;
+  *)
+    echo "usage: $0 perf|test" >&2
+    exit 2
+    ;;
+esac

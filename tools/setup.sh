@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Installs what weft needs on Debian 12 (run as root). Safe to re-run: only
+# missing packages are installed.
+set -euo pipefail
+pkgs=(cmake g++ make pkg-config libhwloc-dev hwloc libgtest-dev libgmock-dev
+      libibverbs-dev rdma-core libopenmpi-dev openmpi-bin libgloo-dev iperf3 python3 iproute2)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
