@@ -1,0 +1,70 @@
+#include "algorithms/cost_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace weft::algo {
+
+const char* algoName(Algo a) {
+  switch (a) {
+    case Algo::Ring: return "ring";
+    case Algo::Tree: return "binarytree";
+    case Algo::DoubleTree: return "tree";
+  }
+  return "?";
+}
+
+bool algoSupports(Algo a, plan::Coll c) {
+  switch (c) {
+    case plan::Coll::AllReduce: return true;
+    case plan::Coll::ReduceScatter:
+    case plan::Coll::AllGather:
+    case plan::Coll::Broadcast:
+    case plan::Coll::Reduce: return a == Algo::Ring;
+    default: return false;
+  }
+}
+
+namespace {
+
+double log2ceil(int x) { return x <= 1 ? 0.0 : std::ceil(std::log2(double(x))); }
+
+}  // namespace
+
+double estimateUs(plan::Coll c, Algo a, const CostInputs& in) {
+  if (!algoSupports(a, c)) return std::numeric_limits<double>::infinity();
+  const double n = std::max(in.nranks, 1);
+  if (n == 1) return in.intra.latencyUs;
+  const int hosts = std::clamp(in.nHosts, 1, in.nranks);
+  const bool multiHost = hosts > 1;
+  // A ring step waits for its slowest hop; its data crosses the slowest link.
+  const double hopLat = multiHost ? in.inter.latencyUs : in.intra.latencyUs;
+  const double bwBytesPerUs = 1e3 * (multiHost ? std::min(in.inter.bandwidthGBs, in.intra.bandwidthGBs)
+                                               : in.intra.bandwidthGBs);
+  const double B = double(in.bytes);
+  const double perHost = std::ceil(n / hosts);
+  // Tree depth: the chain inside a host plus the tree over hosts.
+  const double chainHops = perHost - 1, netHops = log2ceil(hosts);
+  const double treeLat = chainHops * in.intra.latencyUs + netHops * (multiHost ? in.inter.latencyUs : 0.0);
+  switch (a) {
+    case Algo::Ring:
+      switch (c) {
+        case plan::Coll::AllReduce: return 2 * (n - 1) * hopLat + 2 * (n - 1) / n * B / bwBytesPerUs;
+        case plan::Coll::ReduceScatter:
+        case plan::Coll::AllGather: return (n - 1) * hopLat + (n - 1) / n * B / bwBytesPerUs;
+        default: return (n - 1) * hopLat + B / bwBytesPerUs;  // pipelined chain
+      }
+    case Algo::Tree:
+      // Up and down run at once; an interior rank takes in B from each of two
+      // children and B from its parent.
+      return 2 * (multiHost ? treeLat : log2ceil(in.nranks) * in.intra.latencyUs) + 3 * B / bwBytesPerUs;
+    case Algo::DoubleTree:
+      // Half the data per tree: interior in one (2 x B/2 up + B/2 down), a
+      // leaf in the other (B/2 down): 2B in, like a ring's 2(n-1)/n B.
+      return 2 * (multiHost ? treeLat : log2ceil(in.nranks) * in.intra.latencyUs) + 2 * B / bwBytesPerUs;
+  }
+  return std::numeric_limits<double>::infinity();
+}
+
+}  // namespace weft::algo

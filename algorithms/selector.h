@@ -1,0 +1,31 @@
+// Algorithm selection: the cheapest algorithm by the cost model among those
+// WEFT_ALGO allows.
+//
+// WEFT_ALGO syntax: a list of names ("ring,tree"), or an exclusion list
+// ("^tree"), optionally per collective after a ';':
+// "ring;allreduce:tree,ring". Names: ring, tree (double binary tree),
+// binarytree. A collective without its own entry uses the general one.
+#pragma once
+
+#include <array>
+#include <string>
+
+#include "algorithms/cost_model.h"
+#include "algorithms/plan.h"
+
+namespace weft::algo {
+
+struct AlgoFilter {
+  // allowed[coll][algo]; all true when WEFT_ALGO is unset.
+  std::array<std::array<bool, kNumAlgos>, 7> allowed;
+  AlgoFilter();
+};
+
+// Throws weftInvalidArgument naming the bad token.
+AlgoFilter parseAlgoFilter(const std::string& spec);
+
+// The allowed, supporting algorithm with the least estimated time; throws
+// weftInvalidUsage when the filter leaves none for this collective.
+Algo selectAlgo(plan::Coll c, const CostInputs& in, const AlgoFilter& f);
+
+}  // namespace weft::algo

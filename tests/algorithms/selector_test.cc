@@ -1,0 +1,71 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "algorithms/cost_model.h"
+#include "algorithms/selector.h"
+#include "src/util/error.h"
+
+namespace weft::test {
+namespace {
+
+using algo::Algo;
+using plan::Coll;
+
+algo::CostInputs inputs(int n, int hosts, uint64_t bytes) {
+  algo::CostInputs in;
+  in.nranks = n;
+  in.nHosts = hosts;
+  in.bytes = bytes;
+  in.intra = {0.5, 20.0};
+  in.inter = {5.0, 12.5};
+  return in;
+}
+
+TEST(CostModel, RingFormula) {
+  algo::CostInputs in = inputs(4, 1, 1000000);
+  // 2(n-1) hops of 0.5 µs plus 2(n-1)/n of 1 MB at 20 GB/s (= 20000 B/µs).
+  EXPECT_NEAR(algo::estimateUs(Coll::AllReduce, Algo::Ring, in), 6 * 0.5 + 1.5 * 1e6 / 2e4, 1e-9);
+  EXPECT_NEAR(algo::estimateUs(Coll::AllGather, Algo::Ring, in), 3 * 0.5 + 0.75 * 1e6 / 2e4, 1e-9);
+  EXPECT_TRUE(std::isinf(algo::estimateUs(Coll::AllGather, Algo::DoubleTree, in)));
+}
+
+TEST(CostModel, TimeGrowsWithBytesAndRanks) {
+  for (int a = 0; a < algo::kNumAlgos; a++) {
+    double small = algo::estimateUs(Coll::AllReduce, Algo(a), inputs(16, 4, 1 << 10));
+    double big = algo::estimateUs(Coll::AllReduce, Algo(a), inputs(16, 4, 1 << 26));
+    EXPECT_LT(small, big) << algo::algoName(Algo(a));
+  }
+  EXPECT_LT(algo::estimateUs(Coll::AllReduce, Algo::Ring, inputs(8, 8, 4096)),
+            algo::estimateUs(Coll::AllReduce, Algo::Ring, inputs(64, 64, 4096)));
+}
+
+TEST(Selector, TreeForSmallAtScaleRingForLargeOnOneHost) {
+  algo::AlgoFilter all;
+  EXPECT_EQ(algo::selectAlgo(Coll::AllReduce, inputs(128, 128, 8), all), Algo::DoubleTree);
+  EXPECT_EQ(algo::selectAlgo(Coll::AllReduce, inputs(8, 1, 1ull << 30), all), Algo::Ring);
+  EXPECT_EQ(algo::selectAlgo(Coll::AllGather, inputs(128, 128, 8), all), Algo::Ring);
+}
+
+TEST(Selector, ParsesWeftAlgo) {
+  algo::AlgoFilter f = algo::parseAlgoFilter("ring");
+  EXPECT_EQ(algo::selectAlgo(Coll::AllReduce, inputs(128, 128, 8), f), Algo::Ring);
+
+  f = algo::parseAlgoFilter("^ring");
+  EXPECT_NE(algo::selectAlgo(Coll::AllReduce, inputs(8, 1, 1ull << 30), f), Algo::Ring);
+  EXPECT_THROW(algo::selectAlgo(Coll::AllGather, inputs(8, 1, 1024), f), Error);  // only ring implements it
+
+  f = algo::parseAlgoFilter("ring; allreduce:tree");
+  EXPECT_EQ(algo::selectAlgo(Coll::AllReduce, inputs(8, 1, 1ull << 30), f), Algo::DoubleTree);
+  EXPECT_EQ(algo::selectAlgo(Coll::Broadcast, inputs(8, 1, 1024), f), Algo::Ring);
+
+  f = algo::parseAlgoFilter("AllReduce:^tree,binarytree");
+  EXPECT_EQ(algo::selectAlgo(Coll::AllReduce, inputs(128, 128, 8), f), Algo::Ring);
+
+  EXPECT_THROW(algo::parseAlgoFilter("rings"), Error);
+  EXPECT_THROW(algo::parseAlgoFilter("allreduse:ring"), Error);
+  EXPECT_NO_THROW(algo::parseAlgoFilter(""));
+}
+
+}  // namespace
+}  // namespace weft::test
