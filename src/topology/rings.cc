@@ -65,13 +65,18 @@ double soloBottleneck(const System& sys, const HopList& hops, std::vector<int>& 
   return bw;
 }
 
+// Widest chain first; among equals, the one whose ends sit closest to the
+// NIC (the NIC legs carry every byte entering and leaving the host), then
+// the one with the closest device-to-device paths.
 struct ChainScore {
   double bw = -1;
+  int nicLegTypes = 0;
   int typeSum = 0;
   bool disconnected = false;
   bool betterThan(const ChainScore& o) const {
     if (disconnected != o.disconnected) return !disconnected;
     if (bw != o.bw) return bw > o.bw;
+    if (nicLegTypes != o.nicLegTypes) return nicLegTypes < o.nicLegTypes;
     return typeSum < o.typeSum;
   }
 };
@@ -115,6 +120,7 @@ class HostOrderer {
       const Path& p = router_.path(seq[i], seq[i + 1]);
       if (p.type == PathType::Dis) s.disconnected = true;
       s.typeSum += static_cast<int>(p.type);
+      if (nic >= 0 && (i == 0 || i + 2 == seq.size())) s.nicLegTypes += static_cast<int>(p.type);
       appendPath(hops, p);
     }
     s.bw = soloBottleneck(sys_, hops, load_);

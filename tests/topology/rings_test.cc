@@ -110,11 +110,14 @@ TEST(TopoRings, ClusterHostsContiguousNicsSpreadAndSlowLeafBounds) {
     // 5 GB/s; everything else is wider (SMP 20/2, 100 Gb/s NICs 12.5,
     // leaf uplink 50/2).
     EXPECT_DOUBLE_EQ(ch.bw, 5.0);
-    EXPECT_EQ(ch.nicType, PathType::Sys);  // a 4-GPU chain must start or end across the socket
+    // Each host's chain enters and leaves on the GPUs beside the channel's NIC.
+    EXPECT_EQ(ch.nicType, PathType::Pix);
   }
-  // The chain enters and leaves each host next to its NIC where it can.
-  const auto& c0 = rings.channels[0];
-  EXPECT_EQ(places[c0.order[0]].device, node(s, "box0/gpu0"));
+  auto dev = [&](int c, int i) { return places[rings.channels[c].order[i]].device; };
+  EXPECT_EQ(dev(0, 0), node(s, "box0/gpu0"));
+  EXPECT_EQ(dev(0, 3), node(s, "box0/gpu1"));
+  EXPECT_EQ(dev(1, 0), node(s, "box0/gpu2"));
+  EXPECT_EQ(dev(1, 3), node(s, "box0/gpu3"));
 
   // Without box3 the slow leaf is out of the ring and the SMP link, shared
   // by both channels in each direction, is the bottleneck: 20 / 2 = 10.

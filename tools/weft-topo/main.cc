@@ -47,9 +47,12 @@ std::string nodeText(const Node& n) {
       s += buf;
       break;
     case NodeKind::Nic: {
-      snprintf(buf, sizeof buf, "  NIC %s %s, %s, %g Gb/s, %s", n.netdev.empty() ? "-" : n.netdev.c_str(),
-               n.ibDevice.empty() ? "" : (n.ibDevice + " port " + std::to_string(n.port)).c_str(), n.linkLayer.c_str(),
-               n.speedGbps, n.up ? "up" : "down");
+      char speed[32] = "speed unknown";
+      if (n.speedGbps > 0) snprintf(speed, sizeof speed, "%g Gb/s", n.speedGbps);
+      std::string verbs = n.ibDevice.empty() ? "" : " " + n.ibDevice + " port " + std::to_string(n.port);
+      snprintf(buf, sizeof buf, "  NIC %s%s, %s, %s, %s", n.netdev.empty() ? "-" : n.netdev.c_str(), verbs.c_str(),
+               n.linkLayer.c_str(), speed,
+               n.up ? "up" : "down");
       s += buf;
       if (!n.busId.empty()) s += ", PCI " + n.busId;
       for (const auto& a : n.addresses) s += ", " + a;
@@ -77,7 +80,7 @@ void printChildren(const System& sys, int node, int parent, int depth, std::vect
   }
 }
 
-void printHost(const System& sys, int host, int channels) {
+void printHost(const System& sys, int host) {
   printf("host %s\n", sys.hosts[host].c_str());
   std::vector<bool> seen(sys.nodes.size(), false);
   for (int cpu : sys.nodesOf(NodeKind::Cpu, host)) {
@@ -111,7 +114,6 @@ void printHost(const System& sys, int host, int channels) {
       printf("    %s-%s: %s, %g GB/s\n", sys.nodes[gpus[i]].id.c_str(), sys.nodes[gpus[j]].id.c_str(),
              toString(p.type), p.bw);
     }
-  (void)channels;
 }
 
 void printRings(const System& sys, int channels) {
@@ -168,7 +170,7 @@ int main(int argc, char** argv) {
       opts.gpus = gpus;
       sys = detectLocal(opts);
     }
-    for (size_t h = 0; h < sys.hosts.size(); ++h) printHost(sys, static_cast<int>(h), channels);
+    for (size_t h = 0; h < sys.hosts.size(); ++h) printHost(sys, static_cast<int>(h));
     for (int sw : sys.nodesOf(NodeKind::NetSwitch, -1)) {
       printf("network switch %s\n", sys.nodes[sw].id.c_str());
       for (int li : sys.linksOf(sw)) {
