@@ -112,3 +112,38 @@ TEST(TopoFile, EnvironmentLoadsAndDumps) {
 
 }  // namespace
 }  // namespace weft::topo
+
+namespace weft::topo {
+namespace {
+
+// Hosts detected separately join into one system; shared switches merge by id.
+TEST(TopoFile, MergeBuildsAClusterFromHosts) {
+  System cluster = loadFile(testing::dataFile(testing::kCluster));
+  System rebuilt;
+  for (size_t h = 0; h < cluster.hosts.size(); ++h) {
+    System one;
+    one.addHost(cluster.hosts[h]);
+    std::vector<int> map(cluster.nodes.size(), -1);
+    for (size_t i = 0; i < cluster.nodes.size(); ++i) {
+      const Node& n = cluster.nodes[i];
+      if (n.host != static_cast<int>(h) && n.host != -1) continue;
+      Node copy = n;
+      copy.host = n.host < 0 ? -1 : 0;
+      map[i] = one.addNode(copy);
+    }
+    for (const Link& l : cluster.links) {
+      if (map[l.a] < 0 || map[l.b] < 0) continue;
+      if (cluster.nodes[l.a].host < 0 && cluster.nodes[l.b].host < 0 && h > 0) continue;  // uplink once
+      Link copy = l;
+      copy.a = map[l.a];
+      copy.b = map[l.b];
+      one.links.push_back(copy);
+    }
+    EXPECT_EQ(rebuilt.merge(one), static_cast<int>(h));
+  }
+  EXPECT_EQ(rebuilt.nodesOf(NodeKind::NetSwitch, -1).size(), 2u);
+  EXPECT_TRUE(rebuilt == cluster);
+}
+
+}  // namespace
+}  // namespace weft::topo
