@@ -11,7 +11,7 @@ cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo
 cmake --build build -j"$jobs"
 case "$mode" in
   perf)
-    ./build/benchmarks/all_reduce_perf -t 4 -b 8 -e 64M -f 4 -n 20 -w 5
+    ./build/all_reduce_perf -t 4 -b 8 -e 64M -f 4 -n 20 -w 5
     ;;
   test)
     # Tests open sockets on loopback only; each has its own time bound.

@@ -27,7 +27,7 @@ struct PeerInfo {
   uint64_t hostHash = 0;    // WEFT_HOSTID or the hostname + boot id
   uint64_t processHash = 0; // distinguishes processes across hosts
   int32_t cudaDev = -1;
-  int32_t pad = 0;
+  int32_t ibUsable = 0;     // 1 when this process has a usable IB/RoCE port
   uint64_t bellAddr = 0;    // address of this rank's executor doorbell in its own process
   char bellShmName[64] = {};  // POSIX shm segment holding that doorbell
   char hostname[64] = {};
@@ -76,5 +76,6 @@ class Transport {
 
 std::unique_ptr<Transport> makeShmTransport();
 std::unique_ptr<Transport> makeSocketTransport();
+std::unique_ptr<Transport> makeIbTransport();
 
 }  // namespace weft

@@ -21,7 +21,7 @@ bool usesOp(CollKind kind) {
   return kind == CollKind::AllReduce || kind == CollKind::ReduceScatter || kind == CollKind::Reduce;
 }
 
-bool inPlaceDefined(CollKind kind) { return kind != CollKind::AlltoAll && kind != CollKind::SendRecv; }
+bool inPlaceDefined(CollKind kind) { return kind != CollKind::SendRecv; }
 
 bool isRooted(CollKind kind) { return kind == CollKind::Broadcast || kind == CollKind::Reduce; }
 

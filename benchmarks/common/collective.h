@@ -22,7 +22,8 @@ struct Shape {
 const char* testName(CollKind kind);  // "all_reduce_perf", ...
 bool usesOp(CollKind kind);           // prints "none" in the redop column otherwise
 bool isRooted(CollKind kind);         // prints the root, else -1
-// Whether the API defines the in-place result. AlltoAll and SendRecv with
+// Whether the API defines the in-place result (weft stages an in-place
+// AlltoAll through a copy; SendRecv in place has no defined result). With
 // send == recv read and write the same bytes from different peers at once:
 // the in-place column is timed, as nccl-tests does, but not checked (N/A).
 bool inPlaceDefined(CollKind kind);

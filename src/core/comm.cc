@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <new>
 #include <numeric>
@@ -11,6 +12,7 @@
 #include "src/core/connections.h"
 #include "src/core/host_identity.h"
 #include "src/core/plan_cache.h"
+#include "transports/ib/ib_transport.h"
 #include "src/util/env.h"
 #include "src/util/error.h"
 #include "src/util/log.h"
@@ -79,6 +81,19 @@ int chooseChannels(const weftConfig_t* config) {
 
 }  // namespace
 
+// Per-hop latency and bandwidth of the host transports, measured on a
+// 2-core machine (see docs/tuning.md); WEFT_TUNE_* override them.
+algo::CostInputs defaultCostInputs(int nranks, int nHosts) {
+  algo::CostInputs c;
+  c.nranks = nranks;
+  c.nHosts = nHosts;
+  c.intra.latencyUs = envInt("WEFT_TUNE_SHM_LAT_NS", 3000) / 1000.0;
+  c.intra.bandwidthGBs = envInt("WEFT_TUNE_SHM_BW_MBS", 8000) / 1000.0;
+  c.inter.latencyUs = envInt("WEFT_TUNE_NET_LAT_NS", 25000) / 1000.0;
+  c.inter.bandwidthGBs = envInt("WEFT_TUNE_NET_BW_MBS", 2500) / 1000.0;
+  return c;
+}
+
 void registerComm(weftComm* comm) {
   std::lock_guard<std::mutex> lock(registryMutex);
   registry().insert(comm);
@@ -108,8 +123,10 @@ weftComm* createComm(const weftUniqueId& id, int nranks, int rank, const weftCon
   comm->timeoutMs = chooseTimeout(config);
   comm->geometry = chooseGeometry();
   comm->nChannels = chooseChannels(config);
-  if (config && config->netName && strcasecmp(config->netName, "Socket") != 0)
-    raise(weftInvalidArgument, "config.netName=%s: only Socket is available in this build", config->netName);
+  comm->netName = config && config->netName ? config->netName : envString("WEFT_NET").value_or("");
+  if (!comm->netName.empty() && strcasecmp(comm->netName.c_str(), "Socket") && strcasecmp(comm->netName.c_str(), "IB"))
+    raise(weftInvalidArgument, "network '%s' (config.netName / WEFT_NET) is unknown: use Socket or IB",
+          comm->netName.c_str());
 
   comm->bootstrap = Bootstrap::join(id, rank, nranks, comm->timeoutMs);
 
@@ -124,6 +141,7 @@ weftComm* createComm(const weftUniqueId& id, int nranks, int rank, const weftCon
   self.bellAddr = reinterpret_cast<uint64_t>(comm->bell);
   snprintf(self.bellShmName, sizeof(self.bellShmName), "%s", comm->bellSegment.name().c_str());
   snprintf(self.hostname, sizeof(self.hostname), "%s", hostName().c_str());
+  self.ibUsable = ibUnusableReason().empty() ? 1 : 0;
   comm->peers.resize(nranks);
   comm->peers[rank] = self;
   comm->bootstrap->allGather(comm->peers.data(), sizeof(PeerInfo));
@@ -141,6 +159,17 @@ weftComm* createComm(const weftUniqueId& id, int nranks, int rank, const weftCon
     raw->setAsyncError(weftRemoteError, "rank " + std::to_string(peer) + " left without destroying its communicator");
     WEFT_WARN("rank %d: peer rank %d is gone (process died or connection dropped)", raw->rank, peer);
   });
+
+  comm->algoFilter = algo::parseAlgoFilter(envString("WEFT_ALGO").value_or(""));
+  if (auto proto = envString("WEFT_PROTO"); proto && strcasecmp(proto->c_str(), "simple") != 0)
+    raise(weftInvalidArgument, "WEFT_PROTO=%s: host buffers use the Simple protocol only", proto->c_str());
+  std::vector<uint64_t> hosts;
+  for (const PeerInfo& p : comm->peers) {
+    size_t h = std::find(hosts.begin(), hosts.end(), p.hostHash) - hosts.begin();
+    if (h == hosts.size()) hosts.push_back(p.hostHash);
+    comm->hostOf.push_back(static_cast<int>(h));
+  }
+  comm->costBase = defaultCostInputs(nranks, static_cast<int>(hosts.size()));
 
   comm->plans = std::make_unique<PlanCache>();
   comm->connections = std::make_unique<Connections>(raw);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "algorithms/plan.h"
+#include "algorithms/selector.h"
 #include "src/bootstrap/bootstrap.h"
 #include "src/kernels/reduce.h"
 #include "transports/shm/shm_segment.h"
@@ -41,6 +42,7 @@ struct weftComm {
   int nranks = 1;
   int cudaDev = -1;
   std::string name;  // config.commName or "comm"
+  std::string netName;  // "", "Socket" or "IB" (config.netName, else WEFT_NET)
   int64_t timeoutMs = 0;
   int nChannels = 1;
   weft::plan::FifoGeometry geometry;
@@ -53,6 +55,12 @@ struct weftComm {
   weft::ShmSegment bellSegment;
   weft::Doorbell* bell = nullptr;
 
+  // Algorithm selection: WEFT_ALGO, the cost model's link parameters, and
+  // the host index of every rank (double binary trees span hosts).
+  weft::algo::AlgoFilter algoFilter;
+  weft::algo::CostInputs costBase;
+  std::vector<int> hostOf;
+
   std::unique_ptr<weft::Connections> connections;
   std::unique_ptr<weft::PlanCache> plans;
 
@@ -60,6 +68,8 @@ struct weftComm {
   std::mutex execMutex;
   // Scratch space for plans that need it, grown on demand.
   std::vector<char> scratch;
+  // Copy of the send buffer for in-place AllToAll.
+  std::vector<char> inPlaceStage;
 
   std::atomic<bool> aborting{false};
   std::atomic<int> asyncError{weftSuccess};
@@ -90,6 +100,9 @@ namespace weft {
 void registerComm(weftComm* comm);
 void unregisterComm(weftComm* comm);
 bool isLiveComm(const weftComm* comm);
+
+// The cost model's inputs for this machine's transports.
+algo::CostInputs defaultCostInputs(int nranks, int nHosts);
 
 // Builds and connects a communicator (the work of weftCommInitRank).
 weftComm* createComm(const weftUniqueId& id, int nranks, int rank, const weftConfig_t* config);

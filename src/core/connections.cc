@@ -5,6 +5,7 @@
 #include <strings.h>
 
 #include "src/core/comm.h"
+#include "transports/ib/ib_transport.h"
 #include "src/util/env.h"
 #include "src/util/error.h"
 #include "src/util/log.h"
@@ -24,20 +25,42 @@ Connections::Connections(weftComm* comm) : comm_(comm) {
   ctx_.onAsyncError = [comm](weftResult_t code, const std::string& why) { comm->setAsyncError(code, why); };
   shm_ = makeShmTransport();
   socket_ = makeSocketTransport();
+  ib_ = makeIbTransport();
 }
 
 Connections::~Connections() = default;
 
+// Both ends must reach the same answer, so the choice only uses what both
+// know: the two PeerInfos and the environment (which must agree across ranks).
 Transport* Connections::choose(int peer, std::string* why) {
+  const PeerInfo& me = ctx_.self();
+  const PeerInfo& other = ctx_.peer(peer);
+  const std::string& net = comm_->netName;
+  const bool forceSocket = !strcasecmp(net.c_str(), "Socket");
+  const bool forceIb = !strcasecmp(net.c_str(), "IB");
   if (envBool("WEFT_SHM_DISABLE", false)) {
     *why = "WEFT_SHM_DISABLE=1";
-  } else if (shm_->canConnect(ctx_, peer, why)) {
+  } else if (me.hostHash == other.hostHash) {
     *why = "same host";
     return shm_.get();
+  } else {
+    *why = "hosts differ";
   }
-  std::string net = envString("WEFT_NET").value_or("");
-  if (!net.empty() && strcasecmp(net.c_str(), "Socket") != 0)
-    raise(weftInvalidUsage, "WEFT_NET=%s: only Socket is available in this build", net.c_str());
+  if (!forceSocket && me.ibUsable && other.ibUsable) {
+    *why += ", IB on both ends";
+    return ib_.get();
+  }
+  std::string reason = forceSocket ? "network forced to Socket"
+                       : !me.ibUsable ? "no usable IB on this rank: " + ibUnusableReason()
+                                      : "no usable IB on rank " + std::to_string(peer);
+  if (forceIb)
+    raise(weftInvalidUsage, "network forced to IB but rank %d cannot reach rank %d over IB (%s)", me.rank, peer,
+          reason.c_str());
+  if (!forceSocket && !warnedFallback_) {
+    warnedFallback_ = true;
+    WEFT_WARN("rank %d: using the socket transport between hosts, not RDMA: %s", me.rank, reason.c_str());
+  }
+  *why += ", " + reason;
   return socket_.get();
 }
 

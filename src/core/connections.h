@@ -43,6 +43,8 @@ class Connections {
   ConnectContext ctx_;
   std::unique_ptr<Transport> shm_;
   std::unique_ptr<Transport> socket_;
+  std::unique_ptr<Transport> ib_;
+  bool warnedFallback_ = false;
   std::map<std::pair<int, int>, std::unique_ptr<Connection>> sends_;  // (peer, conn)
   std::map<std::pair<int, int>, std::unique_ptr<Connection>> recvs_;
 };

@@ -1,11 +1,15 @@
 #include "src/core/launch.h"
 
+#include <cstring>
 #include <map>
 #include <memory>
 #include <tuple>
 
 #include "algorithms/p2p.h"
+#include "algorithms/double_tree.h"
 #include "algorithms/ring.h"
+#include "algorithms/selector.h"
+#include "algorithms/tree.h"
 #include "src/core/comm.h"
 #include "src/core/connections.h"
 #include "src/core/plan_cache.h"
@@ -40,6 +44,40 @@ void execute(weftComm_t comm, const plan::Plan& p, std::span<const BufferBinding
   runHostPlan(p, bindings, comm->scratch.data(), op, fifos, execContext(comm));
 }
 
+uint64_t busBytes(const OpDesc& op, int nranks) {
+  uint64_t b = op.count * kernels::typeSize(op.type);
+  if (op.coll == plan::Coll::AllGather || op.coll == plan::Coll::ReduceScatter || op.coll == plan::Coll::AllToAll)
+    b *= nranks;
+  return b;
+}
+
+algo::Algo chooseAlgo(weftComm_t comm, const OpDesc& op) {
+  if (op.coll == plan::Coll::AllToAll) return algo::Algo::Ring;  // point-to-point plan, no choice
+  algo::CostInputs in = comm->costBase;
+  in.bytes = busBytes(op, comm->nranks);
+  algo::Algo a = algo::selectAlgo(op.coll, in, comm->algoFilter);
+  if (logEnabled(LogLevel::Info, kTune)) {
+    std::string all;
+    for (int i = 0; i < algo::kNumAlgos; i++) {
+      double t = algo::estimateUs(op.coll, static_cast<algo::Algo>(i), in);
+      if (t < 1e300) all += std::string(" ") + algo::algoName(static_cast<algo::Algo>(i)) + " " + std::to_string(t) + "us";
+    }
+    WEFT_INFO(kTune, "%s %lu bytes: %s (estimates:%s)", plan::collName(op.coll), static_cast<unsigned long>(in.bytes),
+              algo::algoName(a), all.c_str());
+  }
+  return a;
+}
+
+plan::Plan buildPlan(weftComm_t comm, algo::Algo which, const algo::CollArgs& a) {
+  if (a.coll == plan::Coll::AllToAll) return algo::buildAllToAll(a);
+  switch (which) {
+    case algo::Algo::Tree: return algo::buildTree(a);
+    case algo::Algo::DoubleTree: return algo::buildDoubleTree(a, comm->hostOf);
+    case algo::Algo::Ring: break;
+  }
+  return algo::buildRing(a);
+}
+
 void runCollective(weftComm_t comm, const OpDesc& op) {
   algo::CollArgs a;
   a.coll = op.coll;
@@ -50,13 +88,22 @@ void runCollective(weftComm_t comm, const OpDesc& op) {
   a.root = op.root;
   a.nChannels = comm->nChannels;
   a.geometry = comm->geometry;
-  std::shared_ptr<const plan::Plan> p = comm->plans->get(a, [&] {
-    return op.coll == plan::Coll::AllToAll ? algo::buildAllToAll(a) : algo::buildRing(a);
-  });
-  WEFT_INFO(kColl, "%s count %zu type %s op %d root %d: ring, %d channel(s), %zu steps", plan::collName(op.coll),
-            op.count, kernels::typeName(op.type), static_cast<int>(op.op.kind), op.root, a.nChannels,
-            p->stepCount());
+  const algo::Algo which = chooseAlgo(comm, op);
+  std::shared_ptr<const plan::Plan> p =
+      comm->plans->get(a, static_cast<int>(which), [&] { return buildPlan(comm, which, a); });
+  WEFT_INFO(kColl, "%s count %zu type %s op %d root %d: %s, %d channel(s), %zu steps", plan::collName(op.coll),
+            op.count, kernels::typeName(op.type), static_cast<int>(op.op.kind), op.root, algo::algoName(which),
+            a.nChannels, p->stepCount());
   BufferBinding b{op.send, op.recv};
+  if (op.coll == plan::Coll::AllToAll && op.send == op.recv && comm->nranks > 1) {
+    // In place, block q of the buffer is both sent to and received from
+    // rank q, concurrently: send from a copy. The copy buffer is kept, so
+    // only the first call of a size allocates.
+    size_t bytes = busBytes(op, comm->nranks);
+    if (comm->inPlaceStage.size() < bytes) comm->inPlaceStage.resize(bytes);
+    memcpy(comm->inPlaceStage.data(), op.send, bytes);
+    b.send = comm->inPlaceStage.data();
+  }
   execute(comm, *p, {&b, 1}, op.op);
 }
 

@@ -2,8 +2,9 @@
 
 namespace weft {
 
-std::shared_ptr<const plan::Plan> PlanCache::get(const algo::CollArgs& a, const std::function<plan::Plan()>& build) {
-  Key k{static_cast<int>(a.coll), a.count, a.elemSize, a.root, a.nChannels, a.geometry.slotBytes,
+std::shared_ptr<const plan::Plan> PlanCache::get(const algo::CollArgs& a, int algo,
+                                                 const std::function<plan::Plan()>& build) {
+  Key k{static_cast<int>(a.coll), algo, a.count, a.elemSize, a.root, a.nChannels, a.geometry.slotBytes,
         a.geometry.nSlots};
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = map_.find(k);

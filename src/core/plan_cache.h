@@ -18,10 +18,10 @@ class PlanCache {
  public:
   explicit PlanCache(size_t capacity = 128) : capacity_(capacity) {}
 
-  std::shared_ptr<const plan::Plan> get(const algo::CollArgs& a, const std::function<plan::Plan()>& build);
+  std::shared_ptr<const plan::Plan> get(const algo::CollArgs& a, int algo, const std::function<plan::Plan()>& build);
 
  private:
-  using Key = std::tuple<int, uint64_t, uint32_t, int, int, uint64_t, uint32_t>;
+  using Key = std::tuple<int, int, uint64_t, uint32_t, int, int, uint64_t, uint32_t>;
   std::mutex mutex_;
   size_t capacity_;
   std::list<Key> lru_;

@@ -30,8 +30,13 @@ void sleepOn(Doorbell* bell, uint32_t seen, int64_t timeoutNs) {
 }
 
 int spinCount() {
-  static const int n = static_cast<int>(envInt("WEFT_SPIN_COUNT", 2000));
+  static const int n = static_cast<int>(envInt("WEFT_SPIN_COUNT", 200));
   return n;
+}
+
+int64_t yieldWindowNs() {
+  static const int64_t ns = envInt("WEFT_YIELD_US", 2000) * 1000;
+  return ns;
 }
 
 }  // namespace weft

@@ -26,8 +26,10 @@ void ring(Doorbell* bell);
 // return is allowed; callers re-check their condition).
 void sleepOn(Doorbell* bell, uint32_t seen, int64_t timeoutNs);
 
-// Iterations of the spin phase before sleeping (WEFT_SPIN_COUNT).
+// Iterations of the spin phase (WEFT_SPIN_COUNT), then how long a waiter
+// keeps yielding its core before it sleeps (WEFT_YIELD_US).
 int spinCount();
+int64_t yieldWindowNs();
 
 // A pause instruction for spin loops.
 inline void cpuRelax() {

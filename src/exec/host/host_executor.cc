@@ -1,5 +1,7 @@
 #include "src/exec/host/host_executor.h"
 
+#include <sched.h>
+
 #include <cstring>
 #include <vector>
 
@@ -47,11 +49,17 @@ class Runner {
     }
   }
 
+  // Waiting is spin, then yield, then sleep. Ranks often outnumber cores:
+  // a yielding waiter hands its core straight to the rank it waits for
+  // (no futex wake-up latency), and one that has waited long sleeps on the
+  // doorbell so it costs nothing.
   void run() {
     const int spins = spinCount();
+    const int64_t yieldNs = yieldWindowNs();
     int64_t lastProgress = nowNs();
     const int64_t timeoutNs = ctx_.timeoutMs * 1000000;
     int idle = 0;
+    int64_t idleSince = 0;
     for (;;) {
       uint32_t seen = ctx_.bell->seq.load(std::memory_order_acquire);
       bool progressed = false, allDone = true;
@@ -61,13 +69,20 @@ class Runner {
       }
       if (allDone) return;
       if (progressed) {
-        lastProgress = nowNs();
         idle = 0;
         continue;
       }
-      checkHealth(lastProgress, timeoutNs);
+      if (idle == 0) {
+        idleSince = nowNs();
+        if (idleSince - lastProgress > 0) lastProgress = idleSince;
+      }
       if (++idle < spins) {
         cpuRelax();
+        continue;
+      }
+      checkHealth(lastProgress, timeoutNs);
+      if (nowNs() - idleSince < yieldNs) {
+        sched_yield();
         continue;
       }
       // Sleep in bounded slices so abort and timeouts are noticed even if
