@@ -181,7 +181,8 @@ TEST(BenchCollective, ShapesAndBandwidthFactors) {
   s = shapeFor(CollKind::AlltoAll, 1024, 4, 4);
   EXPECT_DOUBLE_EQ(algBytes(CollKind::AlltoAll, s, 4, 4), 1024.0);
   EXPECT_TRUE(inPlaceDefined(CollKind::AllGather));
-  EXPECT_FALSE(inPlaceDefined(CollKind::AlltoAll));
+  EXPECT_TRUE(inPlaceDefined(CollKind::AlltoAll));
+  EXPECT_FALSE(inPlaceDefined(CollKind::SendRecv));
 }
 
 }  // namespace
