@@ -7,6 +7,10 @@ cd "$(dirname "$0")/.."
 mode=${1:-perf}
 bash tools/setup.sh
 jobs=$(nproc)
+# Everything here runs on this one machine: keep bootstrap and socket
+# traffic on loopback (the library's default interface is the first
+# non-loopback one, as on a cluster).
+export WEFT_SOCKET_IFNAME=${WEFT_SOCKET_IFNAME:-lo}
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo
 cmake --build build -j"$jobs"
 case "$mode" in

@@ -131,9 +131,17 @@ bool interfaceMatches(const std::string& filter, const std::string& name) {
   return exclude ? !listed : listed;
 }
 
+// A root on a loopback address means every rank is on this machine.
+static bool commIdIsLoopback() {
+  auto id = envString("WEFT_COMM_ID");
+  if (!id) return false;
+  return id->rfind("127.", 0) == 0 || id->rfind("[::1]", 0) == 0 || id->rfind("localhost", 0) == 0;
+}
+
 NetInterface chooseInterface() {
   auto all = listInterfaces();
   auto filter = envString("WEFT_SOCKET_IFNAME");
+  if (!filter && commIdIsLoopback()) filter = std::string("lo");
   // Two passes: IPv4 first, so that a dual-stack interface gives its IPv4
   // address (what most clusters route).
   for (int family : {AF_INET, AF_INET6}) {

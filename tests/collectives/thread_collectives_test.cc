@@ -28,6 +28,7 @@ class ThreadCollectives : public ::testing::TestWithParam<int> {
     // Small slots so that modest counts span many FIFO slots and loops.
     setenv("WEFT_BUFFSIZE", "16384", 1);
     setenv("WEFT_TIMEOUT_MS", "60000", 1);
+    setenv("WEFT_SOCKET_IFNAME", "lo", 1);
   }
 };
 
