@@ -17,5 +17,8 @@ write_basic_package_version_file(${PROJECT_BINARY_DIR}/weftConfigVersion.cmake
 install(FILES ${PROJECT_BINARY_DIR}/weftConfig.cmake ${PROJECT_BINARY_DIR}/weftConfigVersion.cmake
   DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/weft)
 
+# The .pc file locates the prefix relative to itself, so an install moved
+# with --prefix (or DESTDIR) still works.
+file(RELATIVE_PATH WEFT_PC_TO_PREFIX "/prefix/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/prefix")
 configure_file(${PROJECT_SOURCE_DIR}/cmake/weft.pc.in ${PROJECT_BINARY_DIR}/weft.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/weft.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
