@@ -83,7 +83,11 @@ TEST(ProcessFaults, EightProcessesTinyAllReducesDoNotStarve) {
 // (d) A rank is SIGKILLed while the others are inside a 16 MB AllReduce: the
 // survivors must get an error (not success, not a hang) well within the
 // bound, and the communicator must carry it as its async error.
-TEST(ProcessFaults, KilledRankMakesSurvivorsFailNotHang) {
+// Over shared memory, and over sockets (a host id per rank).
+class KilledRank : public ::testing::TestWithParam<bool> {};
+
+TEST_P(KilledRank, SurvivorsFailNotHang) {
+  const bool overSockets = GetParam();
   constexpr int n = 3;
   constexpr size_t count = 4 << 20;  // 16 MB of float32
   constexpr int64_t timeoutMs = 5000;
@@ -91,7 +95,11 @@ TEST(ProcessFaults, KilledRankMakesSurvivorsFailNotHang) {
   enum { kOk = 0, kNeverFailed = 10, kNoAsyncError = 11, kTooSlow = 12 };
   ProcessRunOptions opt;
   opt.deadlineMs = 30000;
-  opt.env = [](int) { return baseEnv("5000"); };
+  opt.env = [overSockets](int rank) {
+    ChildEnv e = baseEnv("5000");
+    if (overSockets) e.vars["WEFT_HOSTID"] = "host" + std::to_string(rank);
+    return e;
+  };
   opt.whileRunning = [](const std::vector<pid_t>& pids) {
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
     kill(pids[1], SIGKILL);
@@ -129,6 +137,9 @@ TEST(ProcessFaults, KilledRankMakesSurvivorsFailNotHang) {
   EXPECT_EQ(r.failures({1}), "");
   EXPECT_FALSE(r.timedOut);
 }
+
+INSTANTIATE_TEST_SUITE_P(ProcessFaults, KilledRank, ::testing::Values(false, true),
+                         [](const auto& info) { return info.param ? "Socket" : "Shm"; });
 
 // (e) Stray TCP clients at the bootstrap root: one sends garbage, one sends a
 // hello of the right size and magic with the wrong secret, one connects and
