@@ -41,6 +41,9 @@ struct ConnectContext {
   const std::vector<PeerInfo>* peers = nullptr;  // indexed by rank
   plan::FifoGeometry geometry;
   Doorbell* localBell = nullptr;  // this rank's executor doorbell
+  // Every same-host rank's executor doorbell, mapped at init (nullptr for
+  // ranks on other hosts).
+  const std::vector<Doorbell*>* peerBells = nullptr;
   Secret secret{};
   int64_t timeoutMs = 0;
   const std::atomic<bool>* abortFlag = nullptr;

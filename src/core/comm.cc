@@ -154,6 +154,19 @@ weftComm* createComm(const weftUniqueId& id, int nranks, int rank, const weftCon
     WEFT_INFO(kInit, "peer rank %d: host %s pid %d%s", p.rank, p.hostname, p.pid,
               p.hostHash == self.hostHash ? " (same host)" : "");
 
+  comm->peerBells.assign(nranks, nullptr);
+  for (const PeerInfo& p : comm->peers) {
+    if (p.hostHash != self.hostHash) continue;
+    if (p.processHash == self.processHash && p.pid == self.pid) {
+      comm->peerBells[p.rank] = reinterpret_cast<Doorbell*>(p.bellAddr);
+    } else {
+      comm->peerBellSegments.push_back(ShmSegment::open(p.bellShmName, sizeof(Doorbell)));
+      comm->peerBells[p.rank] = static_cast<Doorbell*>(comm->peerBellSegments.back().data());
+    }
+  }
+  comm->bootstrap->barrier();
+  comm->bellSegment.unlink();
+
   weftComm* raw = comm.get();
   comm->bootstrap->setPeerLostHandler([raw](int peer) {
     raw->setAsyncError(weftRemoteError, "rank " + std::to_string(peer) + " left without destroying its communicator");

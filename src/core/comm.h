@@ -54,6 +54,10 @@ struct weftComm {
   // host map.
   weft::ShmSegment bellSegment;
   weft::Doorbell* bell = nullptr;
+  // Same-host peers' doorbells, mapped once at init (their names are gone
+  // from /dev/shm right after, so a crash leaves nothing behind).
+  std::vector<weft::ShmSegment> peerBellSegments;
+  std::vector<weft::Doorbell*> peerBells;
 
   // Algorithm selection: WEFT_ALGO, the cost model's link parameters, and
   // the host index of every rank (double binary trees span hosts).

@@ -19,6 +19,7 @@ Connections::Connections(weftComm* comm) : comm_(comm) {
   ctx_.peers = &comm->peers;
   ctx_.geometry = comm->geometry;
   ctx_.localBell = comm->bell;
+  ctx_.peerBells = &comm->peerBells;
   ctx_.secret = comm->bootstrap->secret();
   ctx_.timeoutMs = comm->timeoutMs;
   ctx_.abortFlag = &comm->aborting;

@@ -5,7 +5,7 @@
 // threads of one process, a POSIX shm segment name otherwise. The sender
 // writes or reduces straight into the receiver's slots: zero copies beyond the
 // reduction itself. Each side rings the other's executor doorbell, which for
-// another process is mapped from the doorbell segment named in its PeerInfo.
+// another process was mapped at init from the segment named in its PeerInfo.
 #include <cstdlib>
 #include <cstring>
 #include <optional>
@@ -43,7 +43,6 @@ class ShmConnection : public Connection {
  public:
   FifoEnd end;
   std::optional<ShmSegment> fifoSegment;  // other-process FIFO mapping
-  std::optional<ShmSegment> peerBell;     // other-process doorbell mapping
   HeapFifo heap;                          // same-process FIFO (receiver owns)
   bool sameProcess = false;
 
@@ -55,11 +54,10 @@ bool sameProcess(const ConnectContext& ctx, int peer) {
   return ctx.peer(peer).processHash == ctx.self().processHash && ctx.peer(peer).pid == ctx.self().pid;
 }
 
-Doorbell* peerDoorbell(const ConnectContext& ctx, int peer, ShmConnection& c) {
-  const PeerInfo& p = ctx.peer(peer);
-  if (c.sameProcess) return reinterpret_cast<Doorbell*>(p.bellAddr);
-  c.peerBell = ShmSegment::open(p.bellShmName, sizeof(Doorbell));
-  return static_cast<Doorbell*>(c.peerBell->data());
+Doorbell* peerDoorbell(const ConnectContext& ctx, int peer) {
+  Doorbell* bell = ctx.peerBells ? (*ctx.peerBells)[peer] : nullptr;
+  if (!bell) raise(weftInternalError, "shm: the doorbell of rank %d is not mapped", peer);
+  return bell;
 }
 
 class ShmTransport : public Transport {
@@ -97,7 +95,7 @@ class ShmTransport : public Transport {
     c->end.hdr = hdr;
     c->end.data = static_cast<char*>(mem) + hdr->dataOffset;
     c->end.consumerBell = ctx.localBell;
-    c->end.producerBell = peerDoorbell(ctx, peer, *c);
+    c->end.producerBell = peerDoorbell(ctx, peer);
     ctx.bootstrap->send(peer, tag, &offer, sizeof(offer));
     if (!c->sameProcess) {
       // The name can go once the sender has mapped it: nothing is left in
@@ -133,7 +131,7 @@ class ShmTransport : public Transport {
     c->end.hdr = hdr;
     c->end.data = static_cast<char*>(mem) + hdr->dataOffset;
     c->end.producerBell = ctx.localBell;
-    c->end.consumerBell = peerDoorbell(ctx, peer, *c);
+    c->end.consumerBell = peerDoorbell(ctx, peer);
     return c;
   }
 };
