@@ -100,6 +100,15 @@ weftResult_t submit(const OpDesc& op, weftStream_t stream) {
     tlsGroup.ops.push_back(op);
     return weftSuccess;
   }
+  if (!stream) {
+    // The common blocking call: no batching structures, no allocation.
+    thread_local std::vector<OpDesc> one(1);
+    one[0] = op;
+    inflightAdd(op.comm, +1);
+    weftResult_t r = runGuarded(op.comm, one);
+    inflightAdd(op.comm, -1);
+    return r;
+  }
   return dispatch({op}, stream);
 }
 

@@ -36,10 +36,16 @@ class Runner {
         elem_(p.elemSize) {}
 
   void prepare(const FifoLookup& fifos) {
-    cursors_.resize(plan_.channels.size());
+    // The cursors live in a per-thread pool that only grows, so repeated
+    // calls (the training loop) allocate nothing here.
+    thread_local std::vector<ChannelCursor> pool;
+    if (pool.size() < plan_.channels.size()) pool.resize(plan_.channels.size());
+    cursors_ = std::span<ChannelCursor>(pool.data(), plan_.channels.size());
     for (size_t c = 0; c < plan_.channels.size(); c++) {
       auto& cur = cursors_[c];
       cur.steps = &plan_.channels[c].steps;
+      cur.step = 0;
+      cur.done = 0;
       cur.fifos.resize(cur.steps->size());
       for (size_t s = 0; s < cur.steps->size(); s++) {
         const Step& st = (*cur.steps)[s];
@@ -230,7 +236,7 @@ class Runner {
   const kernels::RedOp& op_;
   const HostExecContext& ctx_;
   const uint32_t elem_;
-  std::vector<ChannelCursor> cursors_;
+  std::span<ChannelCursor> cursors_;
 };
 
 }  // namespace
