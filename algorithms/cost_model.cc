@@ -32,10 +32,39 @@ double log2ceil(int x) { return x <= 1 ? 0.0 : std::ceil(std::log2(double(x))); 
 
 }  // namespace
 
+namespace {
+
+// The analytic model: latency terms plus bytes over bandwidth, returned
+// apart so that calibration can scale the bytes term alone.
+struct Terms {
+  double latUs;
+  double bytesUs;
+};
+
+Terms analytic(plan::Coll c, Algo a, const CostInputs& in);
+
+}  // namespace
+
 double estimateUs(plan::Coll c, Algo a, const CostInputs& in) {
   if (!algoSupports(a, c)) return std::numeric_limits<double>::infinity();
+  if (in.nranks <= 1) return in.intra.latencyUs;
+  Terms t = analytic(c, a, in);
+  const int i = static_cast<int>(a);
+  return in.baseUs[i] + t.latUs + in.bwScale[i] * t.bytesUs;
+}
+
+double latencyTermUs(plan::Coll c, Algo a, const CostInputs& in) {
+  return in.nranks <= 1 ? 0.0 : analytic(c, a, in).latUs;
+}
+
+double bytesTermUs(plan::Coll c, Algo a, const CostInputs& in) {
+  return in.nranks <= 1 ? 0.0 : analytic(c, a, in).bytesUs;
+}
+
+namespace {
+
+Terms analytic(plan::Coll c, Algo a, const CostInputs& in) {
   const double n = std::max(in.nranks, 1);
-  if (n == 1) return in.intra.latencyUs;
   const int hosts = std::clamp(in.nHosts, 1, in.nranks);
   const bool multiHost = hosts > 1;
   // A ring step waits for its slowest hop; its data crosses the slowest link.
@@ -50,21 +79,25 @@ double estimateUs(plan::Coll c, Algo a, const CostInputs& in) {
   switch (a) {
     case Algo::Ring:
       switch (c) {
-        case plan::Coll::AllReduce: return 2 * (n - 1) * hopLat + 2 * (n - 1) / n * B / bwBytesPerUs;
+        case plan::Coll::AllReduce: return {2 * (n - 1) * hopLat, 2 * (n - 1) / n * B / bwBytesPerUs};
         case plan::Coll::ReduceScatter:
-        case plan::Coll::AllGather: return (n - 1) * hopLat + (n - 1) / n * B / bwBytesPerUs;
-        default: return (n - 1) * hopLat + B / bwBytesPerUs;  // pipelined chain
+        case plan::Coll::AllGather: return {(n - 1) * hopLat, (n - 1) / n * B / bwBytesPerUs};
+        default: return {(n - 1) * hopLat, B / bwBytesPerUs};  // pipelined chain
       }
     case Algo::Tree:
       // Up and down run at once; an interior rank takes in B from each of two
       // children and B from its parent.
-      return 2 * (multiHost ? treeLat : log2ceil(in.nranks) * in.intra.latencyUs) + 3 * B / bwBytesPerUs;
+      return {2 * (multiHost ? treeLat : log2ceil(in.nranks) * in.intra.latencyUs), 3 * B / bwBytesPerUs};
     case Algo::DoubleTree:
       // Half the data per tree: interior in one (2 x B/2 up + B/2 down), a
       // leaf in the other (B/2 down): 2B in, like a ring's 2(n-1)/n B.
-      return 2 * (multiHost ? treeLat : log2ceil(in.nranks) * in.intra.latencyUs) + 2 * B / bwBytesPerUs;
+      // Inside a host the trees are chains (buildDoubleTree), so one host
+      // pays the chain's depth, not log2(n).
+      return {2 * treeLat, 2 * B / bwBytesPerUs};
   }
-  return std::numeric_limits<double>::infinity();
+  return {std::numeric_limits<double>::infinity(), 0};
 }
+
+}  // namespace
 
 }  // namespace weft::algo

@@ -26,9 +26,18 @@ struct CostInputs {
                        // AllGather receive total, ReduceScatter send total
   LinkParams intra;    // within a host (shm)
   LinkParams inter;    // between hosts (network)
+  // Calibration (tools/weft-tune): a fixed cost per call and a factor on
+  // the bytes term, per algorithm, measured on the running machine. The
+  // defaults (0 and 1) leave the analytic model as it is.
+  double baseUs[kNumAlgos] = {0, 0, 0};
+  double bwScale[kNumAlgos] = {1, 1, 1};
 };
 
-// Estimated microseconds; +infinity when `a` does not implement `c`.
+// Estimated microseconds; +infinity when `a` does not implement `c`:
+// baseUs + latency term + bwScale x bytes term.
 double estimateUs(plan::Coll c, Algo a, const CostInputs& in);
+// The analytic model's two terms alone (calibration fits against them).
+double latencyTermUs(plan::Coll c, Algo a, const CostInputs& in);
+double bytesTermUs(plan::Coll c, Algo a, const CostInputs& in);
 
 }  // namespace weft::algo

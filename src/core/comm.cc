@@ -12,6 +12,7 @@
 #include "src/core/connections.h"
 #include "src/core/host_identity.h"
 #include "src/core/plan_cache.h"
+#include "src/core/tune_file.h"
 #include "transports/ib/ib_transport.h"
 #include "src/util/env.h"
 #include "src/util/error.h"
@@ -183,6 +184,17 @@ weftComm* createComm(const weftUniqueId& id, int nranks, int rank, const weftCon
     comm->hostOf.push_back(static_cast<int>(h));
   }
   comm->costBase = defaultCostInputs(nranks, static_cast<int>(hosts.size()));
+  if (auto tune = envString("WEFT_TUNE_FILE")) loadTuneFile(*tune, &comm->costBase);
+  {
+    // Every rank must pick the same algorithm for a call: all use rank 0's
+    // constants, whatever each one read.
+    std::vector<algo::CostInputs> all(nranks);
+    all[rank] = comm->costBase;
+    comm->bootstrap->allGather(all.data(), sizeof(algo::CostInputs));
+    comm->costBase = all[0];
+    comm->costBase.nranks = nranks;
+    comm->costBase.nHosts = static_cast<int>(hosts.size());
+  }
 
   comm->plans = std::make_unique<PlanCache>();
   comm->connections = std::make_unique<Connections>(raw);
