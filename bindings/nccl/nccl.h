@@ -1,0 +1,179 @@
+/*
+ * nccl.h for weft's NCCL-compatible library (libnccl.so.2).
+ *
+ * Declares the subset of the NCCL C API that nccl-tests and frameworks
+ * (PyTorch's ProcessGroupNCCL) use, with NCCL's names, values and struct
+ * layouts, so that a program written for NCCL compiles against this header
+ * and runs on weft. Each function is a thin forward to its weft twin
+ * (include/weft/weft.h); see docs/clients.md for what differs.
+ *
+ * The version reported is 2.19.3: the newest NCCL whose API this subset
+ * covers, and one for which nccl-tests builds without NCCL's device-side API
+ * (which nccl-tests only uses from 2.28 on).
+ */
+#ifndef NCCL_H_
+#define NCCL_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* cudaStream_t without requiring CUDA's headers. When cuda_runtime.h was
+ * included first it already declared the same type; when it comes later its
+ * identical typedef is harmless in C11/C++, and we avoid a second one here. */
+#if !defined(__CUDA_RUNTIME_H__) && !defined(__DRIVER_TYPES_H__) && !defined(WEFT_NCCL_CUDA_STREAM_DECLARED)
+#define WEFT_NCCL_CUDA_STREAM_DECLARED
+typedef struct CUstream_st* cudaStream_t;
+#endif
+
+#define NCCL_MAJOR 2
+#define NCCL_MINOR 19
+#define NCCL_PATCH 3
+#define NCCL_SUFFIX ""
+#define NCCL_VERSION_CODE 21903
+/* NCCL encodes versions before 2.9 with two digits for the minor number. */
+#define NCCL_VERSION(X, Y, Z) (((X) <= 2 && (Y) <= 8) ? (X) * 1000 + (Y) * 100 + (Z) : (X) * 10000 + (Y) * 100 + (Z))
+
+#if defined(__GNUC__)
+#define WEFT_NCCL_API __attribute__((visibility("default")))
+#else
+#define WEFT_NCCL_API
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct ncclComm* ncclComm_t;
+#define NCCL_COMM_NULL NULL
+
+#define NCCL_UNIQUE_ID_BYTES 128
+typedef struct {
+  char internal[NCCL_UNIQUE_ID_BYTES];
+} ncclUniqueId;
+
+typedef enum {
+  ncclSuccess = 0,
+  ncclUnhandledCudaError = 1,
+  ncclSystemError = 2,
+  ncclInternalError = 3,
+  ncclInvalidArgument = 4,
+  ncclInvalidUsage = 5,
+  ncclRemoteError = 6,
+  ncclInProgress = 7,
+  ncclNumResults = 8
+} ncclResult_t;
+
+#define NCCL_CONFIG_UNDEF_INT (-2147483647 - 1)
+#define NCCL_CONFIG_UNDEF_PTR NULL
+#define NCCL_SPLIT_NOCOLOR (-1)
+
+/* The 2.19 layout. blocking=0 is accepted; init still completes before the
+ * call returns. cgaClusterSize and splitShare are accepted and ignored. */
+typedef struct ncclConfig_v21700 {
+  size_t size;
+  unsigned int magic;
+  unsigned int version;
+  int blocking;
+  int cgaClusterSize;
+  int minCTAs;
+  int maxCTAs;
+  const char* netName;
+  int splitShare;
+} ncclConfig_t;
+
+#define NCCL_CONFIG_INITIALIZER                                                                    \
+  {                                                                                                \
+    sizeof(ncclConfig_t), 0xcafebeefu, NCCL_VERSION(NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH),           \
+        NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT, \
+        NCCL_CONFIG_UNDEF_PTR, NCCL_CONFIG_UNDEF_INT                                               \
+  }
+
+typedef enum {
+  ncclSum = 0,
+  ncclProd = 1,
+  ncclMax = 2,
+  ncclMin = 3,
+  ncclAvg = 4,
+  ncclNumOps = 5,
+  ncclMaxRedOp = 0x7fffffff
+} ncclRedOp_t;
+
+typedef enum {
+  ncclInt8 = 0,
+  ncclChar = 0,
+  ncclUint8 = 1,
+  ncclInt32 = 2,
+  ncclInt = 2,
+  ncclUint32 = 3,
+  ncclInt64 = 4,
+  ncclUint64 = 5,
+  ncclFloat16 = 6,
+  ncclHalf = 6,
+  ncclFloat32 = 7,
+  ncclFloat = 7,
+  ncclFloat64 = 8,
+  ncclDouble = 8,
+  ncclBfloat16 = 9,
+  ncclNumTypes = 10
+} ncclDataType_t;
+
+typedef enum { ncclScalarDevice = 0, ncclScalarHostImmediate = 1 } ncclScalarResidence_t;
+
+/* Every function also exists as pnccl<Name> (NCCL's profiling interface). */
+WEFT_NCCL_API ncclResult_t ncclMemAlloc(void** ptr, size_t size);
+WEFT_NCCL_API ncclResult_t ncclMemFree(void* ptr);
+
+WEFT_NCCL_API ncclResult_t ncclGetVersion(int* version);
+WEFT_NCCL_API ncclResult_t ncclGetUniqueId(ncclUniqueId* uniqueId);
+WEFT_NCCL_API const char* ncclGetErrorString(ncclResult_t result);
+WEFT_NCCL_API const char* ncclGetLastError(ncclComm_t comm);
+
+WEFT_NCCL_API ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank,
+                                                  ncclConfig_t* config);
+WEFT_NCCL_API ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank);
+WEFT_NCCL_API ncclResult_t ncclCommInitAll(ncclComm_t* comm, int ndev, const int* devlist);
+WEFT_NCCL_API ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newcomm,
+                                         ncclConfig_t* config);
+WEFT_NCCL_API ncclResult_t ncclCommDestroy(ncclComm_t comm);
+WEFT_NCCL_API ncclResult_t ncclCommAbort(ncclComm_t comm);
+WEFT_NCCL_API ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError);
+WEFT_NCCL_API ncclResult_t ncclCommCount(const ncclComm_t comm, int* count);
+WEFT_NCCL_API ncclResult_t ncclCommCuDevice(const ncclComm_t comm, int* device);
+WEFT_NCCL_API ncclResult_t ncclCommUserRank(const ncclComm_t comm, int* rank);
+
+/* Registration is a no-op in weft: the handle is a token to deregister. */
+WEFT_NCCL_API ncclResult_t ncclCommRegister(const ncclComm_t comm, void* buff, size_t size, void** handle);
+WEFT_NCCL_API ncclResult_t ncclCommDeregister(const ncclComm_t comm, void* handle);
+
+WEFT_NCCL_API ncclResult_t ncclRedOpCreatePreMulSum(ncclRedOp_t* op, void* scalar, ncclDataType_t datatype,
+                                                    ncclScalarResidence_t residence, ncclComm_t comm);
+WEFT_NCCL_API ncclResult_t ncclRedOpDestroy(ncclRedOp_t op, ncclComm_t comm);
+
+WEFT_NCCL_API ncclResult_t ncclReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+                                      ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream);
+WEFT_NCCL_API ncclResult_t ncclBroadcast(const void* sendbuff, void* recvbuff, size_t count,
+                                         ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream);
+WEFT_NCCL_API ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count,
+                                         ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
+                                         cudaStream_t stream);
+WEFT_NCCL_API ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
+                                             ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
+                                             cudaStream_t stream);
+WEFT_NCCL_API ncclResult_t ncclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
+                                         ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream);
+/* Not in NCCL 2.19 (NCCL added it in 2.28); weft provides it natively. */
+WEFT_NCCL_API ncclResult_t ncclAlltoAll(const void* sendbuff, void* recvbuff, size_t count,
+                                        ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream);
+WEFT_NCCL_API ncclResult_t ncclSend(const void* sendbuff, size_t count, ncclDataType_t datatype, int peer,
+                                    ncclComm_t comm, cudaStream_t stream);
+WEFT_NCCL_API ncclResult_t ncclRecv(void* recvbuff, size_t count, ncclDataType_t datatype, int peer,
+                                    ncclComm_t comm, cudaStream_t stream);
+
+WEFT_NCCL_API ncclResult_t ncclGroupStart(void);
+WEFT_NCCL_API ncclResult_t ncclGroupEnd(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* NCCL_H_ */

@@ -1,0 +1,328 @@
+// libnccl.so.2: the NCCL C API on top of weft. Types and enum values are
+// identical (weft mirrors NCCL), so most functions are a cast and a call;
+// what is not a plain forward is said where it happens:
+//   - ncclCommInitRank inside a group is deferred to the outermost
+//     ncclGroupEnd and run for all deferred ranks at once (NCCL semantics; one
+//     thread may initialise several ranks that way, as nccl-tests -g does);
+//   - weftTimeout has no NCCL 2.19 code and is reported as ncclRemoteError;
+//   - ncclMemAlloc is cudaMalloc when built with CUDA, page-aligned host
+//     memory otherwise; ncclCommRegister returns a token and registers nothing.
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "bindings/nccl/nccl.h"
+#include "weft/weft.h"
+
+#if defined(WEFT_NCCL_WITH_CUDA)
+#include <cuda_runtime_api.h>
+#endif
+
+static_assert(sizeof(ncclUniqueId) == sizeof(weftUniqueId), "unique ids must have one size");
+static_assert(static_cast<int>(ncclInProgress) == static_cast<int>(weftInProgress), "result codes must match");
+static_assert(static_cast<int>(ncclBfloat16) == static_cast<int>(weftBfloat16), "data types must match");
+static_assert(static_cast<int>(ncclAvg) == static_cast<int>(weftAvg), "ops must match");
+
+namespace {
+
+weftComm_t toWeft(ncclComm_t comm) { return reinterpret_cast<weftComm_t>(comm); }
+ncclComm_t toNccl(weftComm_t comm) { return reinterpret_cast<ncclComm_t>(comm); }
+weftDataType_t toWeft(ncclDataType_t t) { return static_cast<weftDataType_t>(t); }
+weftRedOp_t toWeft(ncclRedOp_t op) { return static_cast<weftRedOp_t>(op); }
+weftStream_t toWeft(cudaStream_t s) { return reinterpret_cast<weftStream_t>(s); }
+
+// NCCL 2.19 has no timeout code; a peer that stops answering is what
+// ncclRemoteError stands for. ncclGetLastError still says "timeout".
+ncclResult_t toNccl(weftResult_t r) {
+  if (r == weftTimeout) return ncclRemoteError;
+  return static_cast<ncclResult_t>(r);
+}
+
+constexpr unsigned kConfigMagic = 0xcafebeefu;
+
+// Copies the fields an NCCL config of any size up to ours carries.
+ncclResult_t translateConfig(const ncclConfig_t* in, weftConfig_t* out) {
+  *out = WEFT_CONFIG_INITIALIZER;
+  if (!in) return ncclSuccess;
+  if (in->magic != kConfigMagic || in->size < offsetof(ncclConfig_t, netName)) return ncclInvalidArgument;
+  out->blocking = in->blocking;
+  out->minCTAs = in->minCTAs;
+  out->maxCTAs = in->maxCTAs;
+  if (in->size >= offsetof(ncclConfig_t, netName) + sizeof(in->netName)) out->netName = in->netName;
+  if (in->size >= offsetof(ncclConfig_t, splitShare) + sizeof(in->splitShare)) out->splitShare = in->splitShare;
+  return ncclSuccess;
+}
+
+// An init called between ncclGroupStart and ncclGroupEnd.
+struct DeferredInit {
+  ncclComm_t* comm;
+  int nranks;
+  ncclUniqueId id;
+  int rank;
+  weftConfig_t config;
+  bool hasConfig;
+};
+
+thread_local int groupDepth = 0;
+thread_local std::vector<DeferredInit> deferredInits;
+
+// Runs every deferred init concurrently (they rendezvous with each other)
+// and returns the first failure; the ranks that succeeded are aborted then,
+// so no half-built clique is left behind.
+ncclResult_t runDeferredInits() {
+  std::vector<DeferredInit> inits;
+  inits.swap(deferredInits);
+  std::vector<weftResult_t> results(inits.size(), weftSuccess);
+  std::vector<weftComm_t> comms(inits.size(), nullptr);
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < inits.size(); i++)
+    threads.emplace_back([&, i] {
+      weftUniqueId id;
+      memcpy(&id, &inits[i].id, sizeof(id));
+      DeferredInit& d = inits[i];
+      results[i] = d.hasConfig ? weftCommInitRankConfig(&comms[i], d.nranks, id, d.rank, &d.config)
+                               : weftCommInitRank(&comms[i], d.nranks, id, d.rank);
+    });
+  for (auto& t : threads) t.join();
+  weftResult_t first = weftSuccess;
+  for (weftResult_t r : results)
+    if (r != weftSuccess && first == weftSuccess) first = r;
+  for (size_t i = 0; i < inits.size(); i++) {
+    if (first != weftSuccess && results[i] == weftSuccess) weftCommAbort(comms[i]);
+    *inits[i].comm = first == weftSuccess ? toNccl(comms[i]) : nullptr;
+  }
+  return toNccl(first);
+}
+
+ncclResult_t initRank(ncclComm_t* comm, int nranks, const ncclUniqueId& id, int rank, ncclConfig_t* config) {
+  if (!comm) return ncclInvalidArgument;
+  weftConfig_t cfg;
+  if (ncclResult_t r = translateConfig(config, &cfg)) return r;
+  if (groupDepth > 0) {
+    *comm = nullptr;
+    deferredInits.push_back(DeferredInit{comm, nranks, id, rank, cfg, config != nullptr});
+    return ncclSuccess;
+  }
+  weftUniqueId wid;
+  memcpy(&wid, &id, sizeof(wid));
+  weftComm_t out = nullptr;
+  weftResult_t r = config ? weftCommInitRankConfig(&out, nranks, wid, rank, &cfg) : weftCommInitRank(&out, nranks, wid, rank);
+  *comm = toNccl(out);
+  return toNccl(r);
+}
+
+constexpr uint64_t kRegistrationMagic = 0x7765667452656721ull;
+struct Registration {
+  uint64_t magic;
+  const void* buff;
+  size_t size;
+};
+
+}  // namespace
+
+extern "C" {
+
+ncclResult_t ncclMemAlloc(void** ptr, size_t size) {
+  if (!ptr) return ncclInvalidArgument;
+  *ptr = nullptr;
+  if (size == 0) return ncclSuccess;
+#if defined(WEFT_NCCL_WITH_CUDA)
+  if (cudaMalloc(ptr, size) != cudaSuccess) {
+    cudaGetLastError();  // clear the sticky-free error so later calls are not blamed
+    *ptr = nullptr;
+    return ncclUnhandledCudaError;
+  }
+  return ncclSuccess;
+#else
+  constexpr size_t kPage = 4096;
+  *ptr = std::aligned_alloc(kPage, (size + kPage - 1) / kPage * kPage);
+  return *ptr ? ncclSuccess : ncclSystemError;
+#endif
+}
+
+ncclResult_t ncclMemFree(void* ptr) {
+  if (!ptr) return ncclSuccess;
+#if defined(WEFT_NCCL_WITH_CUDA)
+  return cudaFree(ptr) == cudaSuccess ? ncclSuccess : ncclUnhandledCudaError;
+#else
+  std::free(ptr);
+  return ncclSuccess;
+#endif
+}
+
+ncclResult_t ncclGetVersion(int* version) {
+  if (!version) return ncclInvalidArgument;
+  *version = NCCL_VERSION_CODE;
+  return ncclSuccess;
+}
+
+ncclResult_t ncclGetUniqueId(ncclUniqueId* uniqueId) {
+  if (!uniqueId) return ncclInvalidArgument;
+  weftUniqueId id;
+  weftResult_t r = weftGetUniqueId(&id);
+  if (r == weftSuccess) memcpy(uniqueId, &id, sizeof(id));
+  return toNccl(r);
+}
+
+const char* ncclGetErrorString(ncclResult_t result) { return weftGetErrorString(static_cast<weftResult_t>(result)); }
+
+const char* ncclGetLastError(ncclComm_t comm) { return weftGetLastError(toWeft(comm)); }
+
+ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank,
+                                    ncclConfig_t* config) {
+  return initRank(comm, nranks, commId, rank, config);
+}
+
+ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank) {
+  return initRank(comm, nranks, commId, rank, nullptr);
+}
+
+ncclResult_t ncclCommInitAll(ncclComm_t* comm, int ndev, const int* devlist) {
+  return toNccl(weftCommInitAll(reinterpret_cast<weftComm_t*>(comm), ndev, devlist));
+}
+
+ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newcomm, ncclConfig_t* config) {
+  weftConfig_t cfg;
+  if (ncclResult_t r = translateConfig(config, &cfg)) return r;
+  return toNccl(weftCommSplit(toWeft(comm), color, key, reinterpret_cast<weftComm_t*>(newcomm), config ? &cfg : nullptr));
+}
+
+ncclResult_t ncclCommDestroy(ncclComm_t comm) { return toNccl(weftCommDestroy(toWeft(comm))); }
+ncclResult_t ncclCommAbort(ncclComm_t comm) { return toNccl(weftCommAbort(toWeft(comm))); }
+
+ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError) {
+  if (!asyncError) return ncclInvalidArgument;
+  weftResult_t e = weftSuccess;
+  weftResult_t r = weftCommGetAsyncError(toWeft(comm), &e);
+  *asyncError = toNccl(e);
+  return toNccl(r);
+}
+
+ncclResult_t ncclCommCount(const ncclComm_t comm, int* count) { return toNccl(weftCommCount(toWeft(comm), count)); }
+ncclResult_t ncclCommCuDevice(const ncclComm_t comm, int* device) {
+  return toNccl(weftCommCuDevice(toWeft(comm), device));
+}
+ncclResult_t ncclCommUserRank(const ncclComm_t comm, int* rank) { return toNccl(weftCommUserRank(toWeft(comm), rank)); }
+
+ncclResult_t ncclCommRegister(const ncclComm_t comm, void* buff, size_t size, void** handle) {
+  if (!comm || !handle) return ncclInvalidArgument;
+  int count = 0;
+  if (ncclResult_t r = toNccl(weftCommCount(toWeft(comm), &count))) return r;
+  *handle = new Registration{kRegistrationMagic, buff, size};
+  return ncclSuccess;
+}
+
+ncclResult_t ncclCommDeregister(const ncclComm_t comm, void* handle) {
+  auto* reg = static_cast<Registration*>(handle);
+  if (!comm || !reg || reg->magic != kRegistrationMagic) return ncclInvalidArgument;
+  reg->magic = 0;
+  delete reg;
+  return ncclSuccess;
+}
+
+ncclResult_t ncclRedOpCreatePreMulSum(ncclRedOp_t* op, void* scalar, ncclDataType_t datatype,
+                                      ncclScalarResidence_t residence, ncclComm_t comm) {
+  return toNccl(weftRedOpCreatePreMulSum(reinterpret_cast<weftRedOp_t*>(op), scalar, toWeft(datatype),
+                                         static_cast<weftScalarResidence_t>(residence), toWeft(comm)));
+}
+
+ncclResult_t ncclRedOpDestroy(ncclRedOp_t op, ncclComm_t comm) {
+  return toNccl(weftRedOpDestroy(toWeft(op), toWeft(comm)));
+}
+
+ncclResult_t ncclReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, ncclRedOp_t op,
+                        int root, ncclComm_t comm, cudaStream_t stream) {
+  return toNccl(weftReduce(sendbuff, recvbuff, count, toWeft(datatype), toWeft(op), root, toWeft(comm), toWeft(stream)));
+}
+
+ncclResult_t ncclBroadcast(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root,
+                           ncclComm_t comm, cudaStream_t stream) {
+  return toNccl(weftBroadcast(sendbuff, recvbuff, count, toWeft(datatype), root, toWeft(comm), toWeft(stream)));
+}
+
+ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+                           ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
+  return toNccl(weftAllReduce(sendbuff, recvbuff, count, toWeft(datatype), toWeft(op), toWeft(comm), toWeft(stream)));
+}
+
+ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount, ncclDataType_t datatype,
+                               ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
+  return toNccl(
+      weftReduceScatter(sendbuff, recvbuff, recvcount, toWeft(datatype), toWeft(op), toWeft(comm), toWeft(stream)));
+}
+
+ncclResult_t ncclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount, ncclDataType_t datatype,
+                           ncclComm_t comm, cudaStream_t stream) {
+  return toNccl(weftAllGather(sendbuff, recvbuff, sendcount, toWeft(datatype), toWeft(comm), toWeft(stream)));
+}
+
+ncclResult_t ncclAlltoAll(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+                          ncclComm_t comm, cudaStream_t stream) {
+  return toNccl(weftAlltoAll(sendbuff, recvbuff, count, toWeft(datatype), toWeft(comm), toWeft(stream)));
+}
+
+ncclResult_t ncclSend(const void* sendbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
+                      cudaStream_t stream) {
+  return toNccl(weftSend(sendbuff, count, toWeft(datatype), peer, toWeft(comm), toWeft(stream)));
+}
+
+ncclResult_t ncclRecv(void* recvbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
+                      cudaStream_t stream) {
+  return toNccl(weftRecv(recvbuff, count, toWeft(datatype), peer, toWeft(comm), toWeft(stream)));
+}
+
+ncclResult_t ncclGroupStart(void) {
+  ncclResult_t r = toNccl(weftGroupStart());
+  if (r == ncclSuccess) groupDepth++;
+  return r;
+}
+
+ncclResult_t ncclGroupEnd(void) {
+  if (groupDepth == 0) return ncclInvalidUsage;
+  groupDepth--;
+  ncclResult_t r = toNccl(weftGroupEnd());
+  if (groupDepth == 0 && !deferredInits.empty()) {
+    ncclResult_t i = runDeferredInits();
+    if (r == ncclSuccess) r = i;
+  }
+  return r;
+}
+
+}  // extern "C"
+
+// NCCL's profiling interface: every ncclX is also exported as pncclX, so
+// tools that interpose on ncclX can still reach the real function.
+#define WEFT_NCCL_PROFILING_ALIAS(name) \
+  extern "C" WEFT_NCCL_API decltype(name) p##name __attribute__((alias(#name)));
+WEFT_NCCL_PROFILING_ALIAS(ncclMemAlloc)
+WEFT_NCCL_PROFILING_ALIAS(ncclMemFree)
+WEFT_NCCL_PROFILING_ALIAS(ncclGetVersion)
+WEFT_NCCL_PROFILING_ALIAS(ncclGetUniqueId)
+WEFT_NCCL_PROFILING_ALIAS(ncclGetErrorString)
+WEFT_NCCL_PROFILING_ALIAS(ncclGetLastError)
+WEFT_NCCL_PROFILING_ALIAS(ncclCommInitRankConfig)
+WEFT_NCCL_PROFILING_ALIAS(ncclCommInitRank)
+WEFT_NCCL_PROFILING_ALIAS(ncclCommInitAll)
+WEFT_NCCL_PROFILING_ALIAS(ncclCommSplit)
+WEFT_NCCL_PROFILING_ALIAS(ncclCommDestroy)
+WEFT_NCCL_PROFILING_ALIAS(ncclCommAbort)
+WEFT_NCCL_PROFILING_ALIAS(ncclCommGetAsyncError)
+WEFT_NCCL_PROFILING_ALIAS(ncclCommCount)
+WEFT_NCCL_PROFILING_ALIAS(ncclCommCuDevice)
+WEFT_NCCL_PROFILING_ALIAS(ncclCommUserRank)
+WEFT_NCCL_PROFILING_ALIAS(ncclCommRegister)
+WEFT_NCCL_PROFILING_ALIAS(ncclCommDeregister)
+WEFT_NCCL_PROFILING_ALIAS(ncclRedOpCreatePreMulSum)
+WEFT_NCCL_PROFILING_ALIAS(ncclRedOpDestroy)
+WEFT_NCCL_PROFILING_ALIAS(ncclReduce)
+WEFT_NCCL_PROFILING_ALIAS(ncclBroadcast)
+WEFT_NCCL_PROFILING_ALIAS(ncclAllReduce)
+WEFT_NCCL_PROFILING_ALIAS(ncclReduceScatter)
+WEFT_NCCL_PROFILING_ALIAS(ncclAllGather)
+WEFT_NCCL_PROFILING_ALIAS(ncclAlltoAll)
+WEFT_NCCL_PROFILING_ALIAS(ncclSend)
+WEFT_NCCL_PROFILING_ALIAS(ncclRecv)
+WEFT_NCCL_PROFILING_ALIAS(ncclGroupStart)
+WEFT_NCCL_PROFILING_ALIAS(ncclGroupEnd)
