@@ -201,6 +201,28 @@ std::vector<NicChoice> chooseNics(const System& sys, const std::vector<int>& dev
   return out;
 }
 
+HostChains hostChains(const System& sys, const std::vector<int>& devices, int nChannels, bool multiHost) {
+  HostChains out;
+  // The NICs the host spreads its channels over: those its devices choose.
+  std::vector<int> nics;
+  if (multiHost)
+    for (const NicChoice& c : chooseNics(sys, devices))
+      if (c.nic >= 0 && std::find(nics.begin(), nics.end(), c.nic) == nics.end()) nics.push_back(c.nic);
+  std::sort(nics.begin(), nics.end());
+  Router router(sys);
+  HostOrderer orderer(sys, router);
+  std::map<int, std::vector<int>> chainOfNic;
+  for (int c = 0; c < nChannels; ++c) {
+    const int nic = nics.empty() ? -1 : nics[c % nics.size()];
+    if (!chainOfNic.count(nic)) chainOfNic[nic] = orderer.order(devices, nic);
+    out.nics.push_back(nic);
+    out.chains.push_back(chainOfNic[nic]);
+  }
+  return out;
+}
+
+double nicBandwidth(const System& sys, int nic) { return nicBw(sys, nic); }
+
 double RingSet::totalBw() const {
   double t = 0;
   for (const auto& c : channels) t += c.bw;
@@ -227,19 +249,12 @@ RingSet buildRings(const System& sys, const std::vector<RankPlace>& ranks, int n
   for (const auto& [h, devs] : hostDevices) set.hosts.push_back(h);
   const bool multiHost = set.hosts.size() > 1;
 
-  // The NICs each host spreads its channels over: those its devices choose.
-  std::map<int, std::vector<int>> hostNics;
-  if (multiHost)
-    for (int h : set.hosts) {
-      std::vector<int>& list = hostNics[h];
-      for (const NicChoice& c : chooseNics(sys, hostDevices[h]))
-        if (c.nic >= 0 && std::find(list.begin(), list.end(), c.nic) == list.end()) list.push_back(c.nic);
-      std::sort(list.begin(), list.end());
-    }
+  // Each host's chains depend on that host alone (its devices and NICs), so
+  // a communicator can compute them per host and combine (comm_topo.h).
+  std::map<int, HostChains> hostChain;
+  for (int h : set.hosts) hostChain[h] = hostChains(sys, hostDevices[h], nChannels, multiHost);
 
   Router router(sys);
-  HostOrderer orderer(sys, router);
-  std::map<std::pair<int, int>, std::vector<int>> chainCache;  // (host, nic) -> device order
   std::vector<HopList> channelHops(nChannels);
   std::vector<int> load(sys.links.size() * 2, 0);
   bool anyDisconnected = false;
@@ -249,11 +264,8 @@ RingSet buildRings(const System& sys, const std::vector<RankPlace>& ranks, int n
     RingChannel ch;
     std::vector<std::vector<int>> chains;
     for (int h : set.hosts) {
-      int nic = -1;
-      if (multiHost && !hostNics[h].empty()) nic = hostNics[h][c % hostNics[h].size()];
-      auto key = std::make_pair(h, nic);
-      if (!chainCache.count(key)) chainCache[key] = orderer.order(hostDevices[h], nic);
-      chains.push_back(chainCache[key]);
+      const int nic = hostChain[h].nics[c];
+      chains.push_back(hostChain[h].chains[c]);
       ch.nics.push_back(nic);
       for (int dev : chains.back())
         for (int r : deviceRanks[dev]) ch.order.push_back(r);
@@ -345,7 +357,9 @@ const char* transportFor(const System& sys, const RankPlace& a, const RankPlace&
   const Node& x = sys.nodes.at(a.device);
   const Node& y = sys.nodes.at(b.device);
   if (a.device == b.device || x.kind != NodeKind::Gpu || y.kind != NodeKind::Gpu) return "shm";
-  if (std::find(x.noP2p.begin(), x.noP2p.end(), y.id) != x.noP2p.end()) return "shm";
+  if (std::find(x.noP2p.begin(), x.noP2p.end(), y.id) != x.noP2p.end() ||
+      std::find(y.noP2p.begin(), y.noP2p.end(), x.id) != y.noP2p.end())
+    return "shm";
   PathType t = findPath(sys, a.device, b.device).type;
   // P2P across the CPU's host bridge or the SMP link is often slow or
   // blocked (ACS, IOMMU); staging through host memory is safer there.

@@ -32,6 +32,8 @@ struct NicChoice {
 
 // Usable for traffic between hosts: up, not loopback.
 bool usableNic(const Node& n);
+// A NIC's bandwidth in GB/s: its speed, else its network link, else kLocalBw.
+double nicBandwidth(const System& sys, int nic);
 
 // The NIC each device (all on one host) would use: best path type, then
 // bandwidth; devices tied between NICs are spread, least-used NIC first.
@@ -50,6 +52,15 @@ struct RingSet {
   std::vector<RingChannel> channels;
   double totalBw() const;
 };
+
+// One host's part of every channel: the NIC it leaves and enters through
+// (-1 on a single host or without a usable NIC) and the device order of its
+// chain (a closed ring on a single host). Depends on that host alone.
+struct HostChains {
+  std::vector<int> nics;                 // per channel
+  std::vector<std::vector<int>> chains;  // per channel: device node indices
+};
+HostChains hostChains(const System& sys, const std::vector<int>& devices, int nChannels, bool multiHost);
 
 // ranks[r] is rank r's place. Throws weftInvalidArgument on a bad place.
 RingSet buildRings(const System& sys, const std::vector<RankPlace>& ranks, int nChannels);
@@ -82,7 +93,7 @@ std::vector<RankPlace> defaultPlaces(const System& sys, bool useGpus, int ranksP
 
 // How two ranks would talk, from their path: "shm" on one host without a
 // P2P-capable GPU path, "p2p" between GPUs with NVLink or PCIe P2P, "net"
-// across hosts.
+// across hosts. Symmetric: transportFor(a, b) == transportFor(b, a).
 const char* transportFor(const System& sys, const RankPlace& a, const RankPlace& b);
 
 }  // namespace weft::topo

@@ -1,5 +1,10 @@
 #include "src/topology/topo_file.h"
 
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdio>
+
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -255,13 +260,28 @@ std::string dumpString(const System& sys) { return toJson(sys).dump(); }
 
 System loadString(const std::string& text) { return fromJson(Json::parse(text)); }
 
-void dumpFile(const System& sys, const std::string& path) {
-  std::string text = dumpString(sys);
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) raise(weftSystemError, "topology: cannot write %s: %s", path.c_str(), strerror(errno));
-  out << text;
-  out.close();
-  if (!out) raise(weftSystemError, "topology: writing %s failed", path.c_str());
+void dumpFile(const System& sys, const std::string& path, const std::string& comment) {
+  Json doc = toJson(sys);
+  if (!comment.empty()) doc.set("comment", comment);
+  // Written beside the target and renamed over it, so a reader (or another
+  // process dumping the same file) never sees half a file.
+  const std::string tmp = path + ".tmp." + std::to_string(getpid()) + "." +
+                          std::to_string(reinterpret_cast<uintptr_t>(&doc));
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) raise(weftSystemError, "topology: cannot write %s: %s", tmp.c_str(), strerror(errno));
+    out << doc.dump();
+    out.close();
+    if (!out) {
+      std::remove(tmp.c_str());
+      raise(weftSystemError, "topology: writing %s failed", tmp.c_str());
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int err = errno;
+    std::remove(tmp.c_str());
+    raise(weftSystemError, "topology: cannot write %s: %s", path.c_str(), strerror(err));
+  }
 }
 
 System loadFile(const std::string& path) {

@@ -19,7 +19,9 @@ std::string dumpString(const System& sys);
 System loadString(const std::string& text);
 
 // Errors (unreadable file, bad content) throw weft::Error naming the path.
-void dumpFile(const System& sys, const std::string& path);
+// dumpFile writes atomically (temporary file, then rename); a non-empty
+// comment becomes the file's "comment" member (ignored when loading).
+void dumpFile(const System& sys, const std::string& path, const std::string& comment = "");
 System loadFile(const std::string& path);
 
 }  // namespace weft::topo

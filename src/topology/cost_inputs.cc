@@ -1,0 +1,20 @@
+#include "src/topology/cost_inputs.h"
+
+#include <algorithm>
+
+namespace weft::topo {
+
+algo::CostInputs costInputsFromTopology(const TopoSummary& s, int nranks, const algo::CostInputs& measured) {
+  algo::CostInputs c = measured;
+  c.nranks = nranks;
+  c.nHosts = std::max(s.nHosts, 1);
+  const double ringTotal = s.ringBwPerChannel * std::max(s.nChannels, 1);
+  if (ringTotal <= 0) return c;  // disconnected or empty: the graph says nothing usable
+  const bool peerToPeer = s.intraType == PathType::Nvl || s.intraType == PathType::Pix || s.intraType == PathType::Pxb;
+  c.intra.bandwidthGBs = peerToPeer ? ringTotal : std::min(ringTotal, measured.intra.bandwidthGBs);
+  if (s.nHosts > 1 && s.interHostBw > 0)
+    c.inter.bandwidthGBs = std::min(s.interHostBw * std::max(s.nChannels, 1), ringTotal);
+  return c;
+}
+
+}  // namespace weft::topo

@@ -1,0 +1,21 @@
+// The cost model's link parameters from the topology. Bandwidths come from
+// the graph; latencies stay the measured ones (the graph's latency classes
+// are nominal, the transports' software overhead dominates them).
+#pragma once
+
+#include "algorithms/cost_model.h"
+#include "src/topology/rings.h"
+
+namespace weft::topo {
+
+// measured: the transports' measured parameters (defaultCostInputs()).
+//  - inter.bandwidthGBs: on several hosts, the NICs the rings use
+//    (slowest NIC x channels), but never more than the rings get in total
+//    (ringBwPerChannel x channels); kept when no NIC is known.
+//  - intra.bandwidthGBs: the rings' total; capped by the measured shared
+//    memory bandwidth unless the host's paths are GPU peer-to-peer (NVL, PIX,
+//    PXB), because between CPUs every byte goes through host memory.
+//  - latencies, nranks: measured and given.
+algo::CostInputs costInputsFromTopology(const TopoSummary& s, int nranks, const algo::CostInputs& measured);
+
+}  // namespace weft::topo
