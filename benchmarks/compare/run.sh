@@ -1,70 +1,222 @@
 #!/bin/bash
-# Compare weft with Open MPI on this host: AllReduce, ReduceScatter and
-# AllGather for 2 and 4 processes, 8 B .. 64 MB, runs interleaved (weft, MPI,
-# weft, MPI ...) so drift hits both; prints busbw per size and weft/MPI ratios,
-# then the ceilings (memcpy with 2 threads, iperf3 over loopback).
+# Compare weft with Open MPI and Gloo on this host, and with the machine's own
+# ceilings. For shm and TCP, 2 and 4 processes: AllReduce (weft, Open MPI as
+# shipped, Open MPI with malloc tuned so its temporaries stay mapped, Gloo
+# ring over TCP), ReduceScatter and AllGather (weft, both Open MPIs), 8 B ..
+# max. Runs are interleaved (weft, mpi, mpi-tuned, gloo, then again) so drift
+# hits all; the best of the rounds is printed with ratios weft/peer. Then the
+# ceilings (memcpy and streaming add with 2 threads; iperf3 -l 1M over
+# 127.0.0.1) and the issue-5 targets with weft's fraction of each.
 #   benchmarks/compare/run.sh [build dir] [max size] [iters]
-# Gloo is not compared yet.
+# Environment: ROUNDS (2), NPS ("2 4"), NETS ("shm tcp"),
+#   COLLS ("allreduce reduce_scatter allgather").
+# Everything stays on loopback: weft WEFT_SOCKET_IFNAME=lo, Open MPI
+# btl_tcp_if_include/oob_tcp_if_include lo, Gloo and iperf3 on 127.0.0.1.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
-build=${1:-$here/../../build}
+build=$(cd "${1:-$here/../../build}" && pwd)
 max=${2:-64M}
 iters=${3:-20}
+rounds=${ROUNDS:-2}
+nps=${NPS:-2 4}
+nets=${NETS:-shm tcp}
+colls=${COLLS:-allreduce reduce_scatter allgather}
 plot=$here/../plot/weft-plot
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
-mpirun_args="--allow-run-as-root --oversubscribe"
+tuned="glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=68719476736"
+export WEFT_SOCKET_IFNAME=lo
 
-for np in 2 4; do
-  for coll in allreduce reduce_scatter allgather; do
-    case $coll in
-      allreduce) bin=all_reduce_perf ;;
-      reduce_scatter) bin=reduce_scatter_perf ;;
-      allgather) bin=all_gather_perf ;;
-    esac
-    for round in 1 2; do
-      "$here/../weft-run" -np "$np" --timeout 600 "$build/$bin" -b 8 -e "$max" -f 2 -n "$iters" -c 0 -T 120 \
-        > "$out/weft-$coll-$np-$round.txt" || echo "weft $coll np=$np failed" >&2
-      if [ -x "$build/compare/mpi_perf" ]; then
-        timeout 600 mpirun $mpirun_args -np "$np" "$build/compare/mpi_perf" "$coll" 8 "$max" "$iters" \
-          > "$out/mpi-$coll-$np-$round.txt" 2>/dev/null || echo "mpi $coll np=$np failed" >&2
-      fi
+mpi_args() {  # $1: shm|tcp
+  local a="--allow-run-as-root --oversubscribe --mca pml ob1 --mca oob_tcp_if_include lo"
+  if [ "$1" = tcp ]; then echo "$a --mca btl tcp,self --mca btl_tcp_if_include lo"
+  else echo "$a --mca btl vader,self"; fi
+}
+
+run_weft() {  # net np bin file
+  local env=()
+  [ "$1" = tcp ] && env=(WEFT_SHM_DISABLE=1)
+  env "${env[@]}" "$here/../weft-run" -np "$2" --timeout 900 "$build/$3" -b 8 -e "$max" -f 2 -n "$iters" -c 0 \
+    -T 300 > "$4" 2>"$4.err" || echo "weft $3 $1 np=$2 failed (see stderr below)" >&2
+}
+
+run_mpi() {  # net np coll file [tuned]
+  local cmd=(timeout 900 mpirun $(mpi_args "$1") -np "$2")
+  [ "${5:-}" = tuned ] && cmd+=(-x "GLIBC_TUNABLES=$tuned")
+  "${cmd[@]}" "$build/compare/mpi_perf" "$3" 8 "$max" "$iters" > "$4" 2>"$4.err" \
+    || echo "mpi${5:+-$5} $3 $1 np=$2 failed" >&2
+}
+
+run_gloo() {  # np file
+  local store
+  store=$(mktemp -d "$out/gloo-store.XXXX")
+  "$here/../weft-run" -np "$1" --timeout 900 "$build/compare/gloo_allreduce" "$store" 8 "$max" "$iters" \
+    > "$2" 2>"$2.err" || echo "gloo np=$1 failed" >&2
+}
+
+echo "# weft vs Open MPI $(ompi_info --version 2>/dev/null | head -1 | awk '{print $NF}') and Gloo," \
+  "$(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "# max $max, $iters iterations, best of $rounds interleaved rounds; busbw in GB/s (out-of-place)"
+
+for net in $nets; do
+  for np in $nps; do
+    for coll in $colls; do
+      case $coll in
+        allreduce) bin=all_reduce_perf ;;
+        reduce_scatter) bin=reduce_scatter_perf ;;
+        allgather) bin=all_gather_perf ;;
+      esac
+      for round in $(seq 1 "$rounds"); do
+        tag="$coll-$net-$np-$round"
+        run_weft "$net" "$np" "$bin" "$out/weft-$tag.txt"
+        if [ -x "$build/compare/mpi_perf" ]; then
+          run_mpi "$net" "$np" "$coll" "$out/mpi-$tag.txt"
+          run_mpi "$net" "$np" "$coll" "$out/mpituned-$tag.txt" tuned
+        fi
+        if [ "$coll" = allreduce ] && [ "$net" = tcp ] && [ -x "$build/compare/gloo_allreduce" ]; then
+          run_gloo "$np" "$out/gloo-$tag.txt"
+        fi
+      done
     done
-    echo "== $coll, $np processes: busbw GB/s (round 1 | round 2)"
-    /usr/bin/python3 - "$plot" "$out" "$coll" "$np" <<'PY'
-import importlib.machinery, importlib.util, os, sys
-plot, out, coll, np = sys.argv[1:5]
+  done
+done
+
+# Ceilings.
+"$build/compare/memcpy_bw" 2 > "$out/ceiling-mem.txt" 2>&1
+if command -v iperf3 >/dev/null; then
+  for round in $(seq 1 "$rounds"); do
+    iperf3 -s -1 -B 127.0.0.1 -p 5299 >/dev/null 2>&1 &
+    server=$!
+    sleep 0.5
+    iperf3 -c 127.0.0.1 -p 5299 -l 1M -t 3 -f g 2>/dev/null | grep -E "receiver" >> "$out/ceiling-tcp.txt"
+    wait "$server" 2>/dev/null
+  done
+fi
+
+/usr/bin/python3 - "$plot" "$out" "$rounds" "$nets" "$nps" "$colls" <<'PY'
+import glob, importlib.machinery, importlib.util, os, re, sys
+plot, out, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3])
+nets, nps, colls = sys.argv[4].split(), sys.argv[5].split(), sys.argv[6].split()
 loader = importlib.machinery.SourceFileLoader("weft_plot", plot)
 spec = importlib.util.spec_from_loader("weft_plot", loader)
 wp = importlib.util.module_from_spec(spec)
 loader.exec_module(wp)
-def series(name):
-    runs = []
-    for rnd in (1, 2):
-        path = os.path.join(out, "%s-%s-%s-%d.txt" % (name, coll, np, rnd))
-        rows = wp.parse_file(path)["rows"] if os.path.exists(path) else []
-        runs.append({r["size"]: r["out"]["busbw"] for r in rows})
-    return runs
-weft, mpi = series("weft"), series("mpi")
-sizes = sorted(set(weft[0]) | set(mpi[0]))
-print("%12s %16s %16s %8s" % ("size", "weft", "mpi", "ratio"))
-for s in sizes:
-    w = [r.get(s) for r in weft]; m = [r.get(s) for r in mpi]
-    best_w = max([x for x in w if x is not None], default=None)
-    best_m = max([x for x in m if x is not None], default=None)
-    ratio = "%.2f" % (best_w / best_m) if best_w and best_m else "-"
-    fmt = lambda v: " | ".join("-" if x is None else "%.3f" % x for x in v)
-    print("%12s %16s %16s %8s" % (wp.human_size(s), fmt(w), fmt(m), ratio))
-PY
-  done
-done
 
-echo "== ceilings"
-[ -x "$build/compare/memcpy_bw" ] && "$build/compare/memcpy_bw" 2
-if command -v iperf3 >/dev/null; then
-  iperf3 -s -1 -B 127.0.0.1 -p 5299 >/dev/null 2>&1 &
-  server=$!
-  sleep 0.5
-  iperf3 -c 127.0.0.1 -p 5299 -l 1M -t 3 2>/dev/null | grep -E "sender|receiver" | sed 's/^/iperf3 loopback: /'
-  wait "$server" 2>/dev/null
-fi
+def best(peer, coll, net, np):
+    """{size: (best busbw, best time)} over the rounds, out-of-place."""
+    res = {}
+    for rnd in range(1, rounds + 1):
+        path = os.path.join(out, "%s-%s-%s-%s-%d.txt" % (peer, coll, net, np, rnd))
+        if not os.path.exists(path):
+            continue
+        for r in wp.parse_file(path)["rows"]:
+            o = r.get("out")
+            if not o:
+                continue
+            bw, t = res.get(r["size"], (0.0, float("inf")))
+            res[r["size"]] = (max(bw, o["busbw"]), min(t, o["time"]))
+    return res
+
+peers = [("weft", "weft"), ("mpi", "ompi"), ("mpituned", "ompi-tuned"), ("gloo", "gloo")]
+data = {}
+for net in nets:
+    for np in nps:
+        for coll in colls:
+            series = {p: best(p, coll, net, np) for p, _ in peers}
+            data[(coll, net, np)] = series
+            shown = [(p, label) for p, label in peers if series[p]]
+            if not shown:
+                continue
+            print("\n== %s, %s processes, %s" % (coll, np, "TCP (weft: socket transport)" if net == "tcp" else "shm"))
+            head = "%10s" % "size" + "".join("%12s" % label for _, label in shown)
+            head += "".join("%12s" % ("/" + label) for p, label in shown if p != "weft")
+            print(head + "   (busbw GB/s; time us for <= 1K; ratios weft/peer)")
+            sizes = sorted(set().union(*[set(series[p]) for p, _ in shown]))
+            for s in sizes:
+                small = s <= 1024
+                line = "%10s" % wp.human_size(s)
+                for p, _ in shown:
+                    v = series[p].get(s)
+                    line += "%12s" % ("-" if v is None else ("%.1fus" % v[1] if small else "%.3f" % v[0]))
+                w = series["weft"].get(s)
+                for p, _ in shown:
+                    if p == "weft":
+                        continue
+                    v = series[p].get(s)
+                    if not w or not v:
+                        line += "%12s" % "-"
+                    elif small:
+                        line += "%12.2f" % (v[1] / w[1]) if w[1] > 0 else "%12s" % "-"
+                    else:
+                        line += "%12.2f" % (w[0] / v[0]) if v[0] > 0 else "%12s" % "-"
+                print(line)
+print("\n(for sizes <= 1K the ratio is peer time / weft time: > 1 means weft is faster)")
+
+print("\n== ceilings")
+copy = add = tcp = None
+text = open(os.path.join(out, "ceiling-mem.txt")).read()
+print(text.strip())
+m = re.search(r"memcpy \d+ threads: ([\d.]+)", text)
+copy = float(m.group(1)) if m else None
+m = re.search(r"streaming add \d+ threads: ([\d.]+)", text)
+add = float(m.group(1)) if m else None
+tcp_path = os.path.join(out, "ceiling-tcp.txt")
+if os.path.exists(tcp_path):
+    rates = []
+    for line in open(tcp_path):
+        m = re.search(r"([\d.]+) Gbits/sec", line)
+        if m:
+            rates.append(float(m.group(1)) / 8)
+    if rates:
+        tcp = max(rates)
+        print("iperf3 -l 1M over 127.0.0.1, one direction: %s GB/s (best %.2f)" % (
+            ", ".join("%.2f" % r for r in rates), tcp))
+
+def get(coll, net, np, peer, size, what):
+    v = data.get((coll, net, np), {}).get(peer, {}).get(size)
+    return None if v is None else (v[0] if what == "bw" else v[1])
+
+def show(label, value, target, ok):
+    status = "-" if ok is None else ("met" if ok else "MISSED")
+    print("%-62s %-22s %-24s %s" % (label, value, target, status))
+
+print("\n== issue-5 targets (best of the rounds)")
+M64, M1 = 64 << 20, 1 << 20
+w = get("allreduce", "shm", "2", "weft", M64, "bw")
+mt = get("allreduce", "shm", "2", "mpituned", M64, "bw")
+ms = get("allreduce", "shm", "2", "mpi", M64, "bw")
+if w is not None and copy:
+    show("shm 2p 64M busbw vs copy ceiling (memcpy/2 = %.2f)" % (copy / 2), "%.2f GB/s = %.0f%%" % (w, 100 * w / (copy / 2)),
+         ">= 60%", w >= 0.6 * copy / 2)
+if w is not None and add:
+    show("shm 2p 64M busbw vs streaming add (%.2f)" % add, "%.0f%%" % (100 * w / add), "(info)", None)
+if w is not None and mt:
+    show("shm 2p 64M vs Open MPI tuned (%.2f) / shipped (%s)" % (mt, "%.2f" % ms if ms else "-"),
+         "%.2fx / %s" % (w / mt, "%.1fx" % (w / ms) if ms else "-"), ">= 3x tuned", w >= 3 * mt)
+w8 = get("allreduce", "shm", "2", "weft", 8, "t")
+m8 = min([x for x in (get("allreduce", "shm", "2", "mpi", 8, "t"), get("allreduce", "shm", "2", "mpituned", 8, "t")) if x] or [0])
+if w8 is not None and m8:
+    show("shm 2p 8 B latency vs Open MPI (%.1f us)" % m8, "%.1f us" % w8, "<= Open MPI", w8 <= m8)
+w = get("allreduce", "shm", "4", "weft", M1, "bw")
+mt = max([x for x in (get("allreduce", "shm", "4", "mpi", M1, "bw"), get("allreduce", "shm", "4", "mpituned", M1, "bw")) if x] or [0])
+if w is not None and mt:
+    show("shm 4p 1M busbw vs best Open MPI (%.2f)" % mt, "%.2f GB/s = %.2fx" % (w, w / mt), ">= 1.5x", w >= 1.5 * mt)
+w = get("allreduce", "tcp", "2", "weft", M64, "bw")
+if w is not None and tcp:
+    show("TCP 2p 64M busbw vs loopback TCP one way (%.2f)" % tcp, "%.2f GB/s = %.0f%%" % (w, 100 * w / tcp), ">= 80%",
+         w >= 0.8 * tcp)
+g = get("allreduce", "tcp", "2", "gloo", M64, "bw")
+if w is not None and g:
+    show("TCP 2p 64M busbw vs Gloo (%.2f)" % g, "%.2fx" % (w / g), ">= 2.5x", w >= 2.5 * g)
+w8 = get("allreduce", "tcp", "2", "weft", 8, "t")
+g8 = get("allreduce", "tcp", "2", "gloo", 8, "t")
+if w8 is not None:
+    show("TCP 2p 8 B latency (Gloo %s)" % ("%.1f us" % g8 if g8 else "-"), "%.1f us" % w8, "<= 30 us", w8 <= 30)
+PY
+
+for f in "$out"/*.err; do
+  if [ -s "$f" ] && grep -qiv "^\s*$" "$f"; then
+    echo "--- stderr of $(basename "$f" .err):"
+    head -5 "$f"
+  fi
+done
