@@ -12,6 +12,10 @@
 #include "src/core/connections.h"
 #include "src/core/host_identity.h"
 #include "src/core/plan_cache.h"
+#include "src/topology/comm_topo.h"
+#include "src/topology/cost_inputs.h"
+#include "src/topology/local_system.h"
+#include "src/topology/topo_file.h"
 #include "src/core/tune_file.h"
 #include "transports/ib/ib_transport.h"
 #include "src/util/env.h"
@@ -24,6 +28,7 @@ weftComm::~weftComm() {
   magic = 0;
   // Connections (and their proxy threads) go before the bootstrap they may
   // report through.
+  deviceState.reset();
   connections.reset();
   bootstrap.reset();
 }
@@ -78,6 +83,81 @@ int chooseChannels(const weftConfig_t* config) {
   if (config && config->maxCTAs != WEFT_CONFIG_UNDEF_INT && n > config->maxCTAs) n = config->maxCTAs;
   if (n < 1 || n > 16) raise(weftInvalidArgument, "channel count %ld must be in 1..16 (WEFT_NCHANNELS)", static_cast<long>(n));
   return static_cast<int>(n);
+}
+
+std::string orderText(const std::vector<int>& order) {
+  std::string t;
+  for (int r : order) t += (t.empty() ? "" : " ") + std::to_string(r);
+  return t;
+}
+
+// Issue 4: order the rings by the topology and feed the cost model from it.
+// Each rank places itself on its host's graph (WEFT_TOPO_FILE or detection,
+// cached per process); two small all-gathers (device node, then the host's
+// chain view) let every rank compose the same orders. A rank whose host
+// cannot be detected makes all ranks keep rank order and measured costs; a
+// bad WEFT_TOPO_FILE fails the init on every rank.
+void setUpTopology(weftComm* comm) {
+  const int n = comm->nranks, me = comm->rank;
+  std::vector<int> sameHost;
+  for (int r = 0; r < n; r++)
+    if (comm->hostOf[r] == comm->hostOf[me]) sameHost.push_back(r);
+  const int localIndex = static_cast<int>(std::find(sameHost.begin(), sameHost.end(), me) - sameHost.begin());
+  constexpr int32_t kDetectFailed = -1, kFileFailed = -2;
+  topo::LocalTopology local;
+  std::string problem;
+  std::vector<int32_t> devices(n, kDetectFailed);
+  try {
+    local = topo::localTopology();
+    devices[me] = topo::placeRank(*local.system, local.host, comm->cudaDev, topo::currentNumaNode(), localIndex).device;
+  } catch (const Error& e) {
+    problem = e.what();
+    devices[me] = envString("WEFT_TOPO_FILE") ? kFileFailed : kDetectFailed;
+  }
+  comm->bootstrap->allGather(devices.data(), sizeof(int32_t));
+  comm->peerTopoKind.assign(n, "");
+  comm->ringOrders.clear();
+  for (int r = 0; r < n; r++) {
+    if (devices[r] == kFileFailed)
+      raise(weftInvalidArgument, "topology: rank %d cannot use WEFT_TOPO_FILE%s%s", r, problem.empty() ? "" : ": ",
+            problem.c_str());
+    if (devices[r] < 0) {
+      WEFT_WARN("rank %d: topology unknown on rank %d%s%s; rings keep rank order", me, r, problem.empty() ? "" : ": ",
+                problem.c_str());
+      return;
+    }
+  }
+  const topo::System& sys = *local.system;
+  std::vector<topo::RankPlace> places;
+  for (int r : sameHost) places.push_back({local.host, devices[r]});
+  const bool multiHost = comm->costBase.nHosts > 1;
+  std::vector<topo::HostRingView> views(n);
+  views[me] = topo::hostRingViews(sys, places, comm->nChannels, multiHost)[localIndex];
+  comm->bootstrap->allGather(views.data(), sizeof(topo::HostRingView));
+  topo::CommRings rings = topo::composeRings(comm->hostOf, views, comm->nChannels);
+  comm->ringOrders = rings.orders;
+  comm->costBase = topo::costInputsFromTopology(rings.summary, n, comm->costBase);
+  for (size_t i = 0; i < sameHost.size(); i++)
+    if (sameHost[i] != me) comm->peerTopoKind[sameHost[i]] = topo::transportFor(sys, places[localIndex], places[i]);
+
+  char line[256];
+  snprintf(line, sizeof line,
+           "%d ranks on %d host(s), %d channel(s), ring %.3g GB/s per channel (paths %s, NIC %s %.3g GB/s); "
+           "cost model: intra %.3g GB/s, inter %.3g GB/s",
+           n, rings.summary.nHosts, comm->nChannels, rings.summary.ringBwPerChannel, topo::toString(rings.summary.intraType),
+           topo::toString(rings.summary.nicType), rings.summary.interHostBw, comm->costBase.intra.bandwidthGBs,
+           comm->costBase.inter.bandwidthGBs);
+  std::string used = std::string("weft communicator ") + comm->name + ", topology " + local.source + ": " + line;
+  for (size_t c = 0; c < rings.orders.size(); c++)
+    used += "; ring " + std::to_string(c) + ": " + orderText(rings.orders[c]);
+  WEFT_INFO(kGraph, "rank %d on %s/%s: %s", me, sys.hosts[local.host].c_str(), sys.nodes[devices[me]].id.c_str(),
+            used.c_str());
+  // One writer per host: the host's first rank (threads of one process
+  // would otherwise race on the same file).
+  if (auto dump = envString("WEFT_TOPO_DUMP_FILE"); dump && localIndex == 0) {
+    topo::dumpFile(sys, *dump, used);
+    WEFT_INFO(kGraph, "topology: written to %s", dump->c_str());
+  }
 }
 
 }  // namespace
@@ -184,6 +264,7 @@ weftComm* createComm(const weftUniqueId& id, int nranks, int rank, const weftCon
     comm->hostOf.push_back(static_cast<int>(h));
   }
   comm->costBase = defaultCostInputs(nranks, static_cast<int>(hosts.size()));
+  setUpTopology(comm.get());
   if (auto tune = envString("WEFT_TUNE_FILE")) loadTuneFile(*tune, &comm->costBase);
   {
     // Every rank must pick the same algorithm for a call: all use rank 0's
@@ -198,8 +279,11 @@ weftComm* createComm(const weftUniqueId& id, int nranks, int rank, const weftCon
 
   comm->plans = std::make_unique<PlanCache>();
   comm->connections = std::make_unique<Connections>(raw);
+  // The ring every channel's plans will use (launch.cc passes channel 0's
+  // order as CollArgs.order), connected up front.
   std::vector<int> order(nranks);
   std::iota(order.begin(), order.end(), 0);
+  if (!comm->ringOrders.empty()) order = comm->ringOrders[0];
   comm->connections->ensureRing(order, comm->nChannels);
 
   registerComm(raw);

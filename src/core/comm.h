@@ -14,6 +14,7 @@
 #include "algorithms/selector.h"
 #include "src/bootstrap/bootstrap.h"
 #include "src/kernels/reduce.h"
+#include "src/topology/rings.h"
 #include "transports/shm/shm_segment.h"
 #include "transports/transport.h"
 #include "weft/weft.h"
@@ -65,8 +66,19 @@ struct weftComm {
   weft::algo::CostInputs costBase;
   std::vector<int> hostOf;
 
+  // From the topology (src/topology/comm_topo.h), identical on every rank:
+  // the ring order per channel (host-contiguous, devices ordered by their
+  // links); and for each same-host peer, what the topology says their pair
+  // could use (transportFor: "p2p" or "shm"; "" for other hosts).
+  std::vector<std::vector<int>> ringOrders;
+  std::vector<std::string> peerTopoKind;
+
   std::unique_ptr<weft::Connections> connections;
   std::unique_ptr<weft::PlanCache> plans;
+  // The CUDA device path's per-communicator state (src/cuda/device_state.h),
+  // created by the first call with device buffers; released before the
+  // connections whose FIFOs it maps.
+  std::shared_ptr<void> deviceState;
 
   // Serialises execution of this communicator's operations.
   std::mutex execMutex;

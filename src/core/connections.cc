@@ -5,6 +5,7 @@
 #include <strings.h>
 
 #include "src/core/comm.h"
+#include "src/topology/route.h"
 #include "transports/ib/ib_transport.h"
 #include "src/util/env.h"
 #include "src/util/error.h"
@@ -32,36 +33,36 @@ Connections::Connections(weftComm* comm) : comm_(comm) {
 Connections::~Connections() = default;
 
 // Both ends must reach the same answer, so the choice only uses what both
-// know: the two PeerInfos and the environment (which must agree across ranks).
+// know: the two PeerInfos, the topology of their host (same file or the
+// same detection on both) and the environment (which must agree across
+// ranks). The decision itself is topo::chooseRoute, unit-tested there.
 Transport* Connections::choose(int peer, std::string* why) {
   const PeerInfo& me = ctx_.self();
   const PeerInfo& other = ctx_.peer(peer);
-  const std::string& net = comm_->netName;
-  const bool forceSocket = !strcasecmp(net.c_str(), "Socket");
-  const bool forceIb = !strcasecmp(net.c_str(), "IB");
-  if (envBool("WEFT_SHM_DISABLE", false)) {
-    *why = "WEFT_SHM_DISABLE=1";
-  } else if (me.hostHash == other.hostHash) {
-    *why = "same host";
-    return shm_.get();
-  } else {
-    *why = "hosts differ";
-  }
-  if (!forceSocket && me.ibUsable && other.ibUsable) {
-    *why += ", IB on both ends";
-    return ib_.get();
-  }
-  std::string reason = forceSocket ? "network forced to Socket"
-                       : !me.ibUsable ? "no usable IB on this rank: " + ibUnusableReason()
-                                      : "no usable IB on rank " + std::to_string(peer);
-  if (forceIb)
+  topo::RouteQuery q;
+  q.sameHost = me.hostHash == other.hostHash;
+  q.shmDisabled = envBool("WEFT_SHM_DISABLE", false);
+  q.forceSocket = !strcasecmp(comm_->netName.c_str(), "Socket");
+  q.forceIb = !strcasecmp(comm_->netName.c_str(), "IB");
+  q.selfIb = me.ibUsable;
+  q.peerIb = other.ibUsable;
+  q.peer = peer;
+  if (!q.selfIb) q.selfIbProblem = ibUnusableReason();
+  if (peer < static_cast<int>(comm_->peerTopoKind.size())) q.topoKind = comm_->peerTopoKind[peer];
+  topo::RouteDecision d = topo::chooseRoute(q);
+  *why = d.why;
+  if (d.impossible)
     raise(weftInvalidUsage, "network forced to IB but rank %d cannot reach rank %d over IB (%s)", me.rank, peer,
-          reason.c_str());
-  if (!forceSocket && !warnedFallback_) {
+          d.why.c_str());
+  if (d.ibFallback && !warnedFallback_) {
     warnedFallback_ = true;
-    WEFT_WARN("rank %d: using the socket transport between hosts, not RDMA: %s", me.rank, reason.c_str());
+    WEFT_WARN("rank %d: using the socket transport between hosts, not RDMA: %s", me.rank, d.why.c_str());
   }
-  *why += ", " + reason;
+  switch (d.route) {
+    case topo::Route::Shm: return shm_.get();
+    case topo::Route::Ib: return ib_.get();
+    case topo::Route::Socket: break;
+  }
   return socket_.get();
 }
 

@@ -13,6 +13,7 @@
 #include "src/core/comm.h"
 #include "src/core/connections.h"
 #include "src/core/plan_cache.h"
+#include "src/cuda/device_route.h"
 #include "src/exec/host/host_executor.h"
 #include "src/util/error.h"
 #include "src/util/log.h"
@@ -88,6 +89,10 @@ void runCollective(weftComm_t comm, const OpDesc& op) {
   a.root = op.root;
   a.nChannels = comm->nChannels;
   a.geometry = comm->geometry;
+  // Topology-ordered ring (host-contiguous). CollArgs has one order for all
+  // channels, so channel 0's is used; the plan cache needs no key for it
+  // because a communicator's order never changes.
+  if (!comm->ringOrders.empty()) a.order = comm->ringOrders[0];
   const algo::Algo which = chooseAlgo(comm, op);
   std::shared_ptr<const plan::Plan> p =
       comm->plans->get(a, static_cast<int>(which), [&] { return buildPlan(comm, which, a); });
@@ -95,6 +100,13 @@ void runCollective(weftComm_t comm, const OpDesc& op) {
             op.count, kernels::typeName(op.type), static_cast<int>(op.op.kind), op.root, algo::algoName(which),
             a.nChannels, p->stepCount());
   BufferBinding b{op.send, op.recv};
+  if (op.device) {
+    // Device buffers: the same plan, run by the CUDA executor on op.stream.
+    if (op.coll == plan::Coll::AllToAll && op.send == op.recv && comm->nranks > 1)
+      b.send = cuda::deviceStageCopy(comm, op.send, busBytes(op, comm->nranks), op.stream);
+    cuda::runDevicePlan(comm, *p, p, {&b, 1}, op.op, op.stream);
+    return;
+  }
   if (op.coll == plan::Coll::AllToAll && op.send == op.recv && comm->nranks > 1) {
     // In place, block q of the buffer is both sent to and received from
     // rank q, concurrently: send from a copy. The copy buffer is kept, so
@@ -126,6 +138,19 @@ void runPointToPoint(weftComm_t comm, const std::vector<const OpDesc*>& ops) {
   plan::Plan p = algo::buildP2P(comm->nranks, comm->rank, elemSize, calls);
   kernels::RedOp copyOp;
   copyOp.type = weftUint8;
+  // One plan runs on one kind of executor: a group's calls that move bytes
+  // must all use device buffers or all host buffers.
+  int device = -1;
+  for (const OpDesc* op : ops) {
+    if (op->count == 0) continue;
+    if (device >= 0 && device != int(op->device))
+      raise(weftInvalidArgument, "a group mixes point-to-point calls on device and host buffers");
+    device = op->device;
+  }
+  if (device == 1) {
+    cuda::runDevicePlan(comm, p, nullptr, bindings, copyOp, ops[0]->stream);
+    return;
+  }
   execute(comm, p, bindings, copyOp);
 }
 
