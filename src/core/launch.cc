@@ -89,13 +89,16 @@ void runCollective(weftComm_t comm, const OpDesc& op) {
   a.root = op.root;
   a.nChannels = comm->nChannels;
   a.geometry = comm->geometry;
+  const algo::Algo which = chooseAlgo(comm, op);
   // Topology-ordered ring (host-contiguous). CollArgs has one order for all
   // channels, so channel 0's is used; the plan cache needs no key for it
-  // because a communicator's order never changes.
-  if (!comm->ringOrders.empty()) a.order = comm->ringOrders[0];
-  const algo::Algo which = chooseAlgo(comm, op);
-  std::shared_ptr<const plan::Plan> p =
-      comm->plans->get(a, static_cast<int>(which), [&] { return buildPlan(comm, which, a); });
+  // because a communicator's order never changes. It is copied only when a
+  // plan is built, not on every call.
+  std::shared_ptr<const plan::Plan> p = comm->plans->get(a, static_cast<int>(which), [&] {
+    algo::CollArgs ordered = a;
+    if (!comm->ringOrders.empty()) ordered.order = comm->ringOrders[0];
+    return buildPlan(comm, which, ordered);
+  });
   WEFT_INFO(kColl, "%s count %zu type %s op %d root %d: %s, %d channel(s), %zu steps", plan::collName(op.coll),
             op.count, kernels::typeName(op.type), static_cast<int>(op.op.kind), op.root, algo::algoName(which),
             a.nChannels, p->stepCount());
