@@ -17,9 +17,20 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* cudaStream_t without requiring CUDA's headers. When cuda_runtime.h was
- * included first it already declared the same type; when it comes later its
- * identical typedef is harmless in C11/C++, and we avoid a second one here. */
+/* With CUDA's headers on the include path, nccl.h brings in the CUDA
+ * runtime and its half/bfloat16 types, as NVIDIA's does (nccl-tests relies on
+ * that). Without them, cudaStream_t is declared here so host-only programs
+ * compile; define WEFT_NCCL_NO_CUDA_HEADERS to force that. The guard skips
+ * the typedef when cuda_runtime.h was included first. */
+#if !defined(WEFT_NCCL_NO_CUDA_HEADERS) && defined(__has_include)
+#if __has_include(<cuda_runtime.h>)
+#include <cuda_runtime.h>
+#include <cuda_fp16.h>
+#if defined(CUDART_VERSION) && CUDART_VERSION >= 11000
+#include <cuda_bf16.h>
+#endif
+#endif
+#endif
 #if !defined(__CUDA_RUNTIME_H__) && !defined(__DRIVER_TYPES_H__) && !defined(WEFT_NCCL_CUDA_STREAM_DECLARED)
 #define WEFT_NCCL_CUDA_STREAM_DECLARED
 typedef struct CUstream_st* cudaStream_t;
