@@ -1,5 +1,6 @@
 #include "transports/socket/socket_connection.h"
 
+#include <poll.h>
 #include <sys/mman.h>
 
 #include <cstring>
@@ -11,8 +12,7 @@ namespace weft {
 
 using namespace socket_wire;
 
-// How long a sleeping proxy thread waits before re-checking its halt flags.
-static constexpr int64_t kSleepSliceNs = 10 * 1000 * 1000;
+
 // How long a silent accepted socket may take to send its hello.
 static constexpr int64_t kHelloTimeoutMs = 2000;
 
@@ -45,28 +45,28 @@ SocketConnection::SocketConnection(Params params, std::vector<Socket> sockets, S
   }
   executorEnd_ = end;
   proxyEnd_ = end;
-  done_.assign(p_.nSockets, 0);
-  recvSizes_.assign(p_.geometry.nSlots, 0);
   if (p_.side == Side::Send) {
-    socketsReady_.store(true);
+    sendCursors_.resize(p_.nSockets);
   } else {
     sockets_.resize(p_.nSockets);
+    recvCursors_.resize(p_.nSockets);
+    recvSlots_.resize(p_.geometry.nSlots);
   }
-  for (uint32_t i = 0; i < p_.nSockets; ++i) workers_.emplace_back([this, i] { run(i); });
+  proxy_ = std::thread([this] { run(); });
 }
 
 SocketConnection::~SocketConnection() {
   destroying_.store(true);
   halt_.store(true);
   ring(&bell_);
-  for (auto& t : workers_) t.join();
+  proxy_.join();
 }
 
-void SocketConnection::run(uint32_t index) {
+void SocketConnection::run() {
   setLogRank(p_.rank);
   try {
-    if (p_.side == Side::Send) sendWorker(index);
-    else recvWorker(index);
+    if (p_.side == Side::Send) sendLoop();
+    else recvLoop();
   } catch (const std::exception& e) {
     failWith(std::string("proxy thread failed: ") + e.what());
   }
@@ -77,25 +77,18 @@ bool SocketConnection::halted() const {
          proxyEnd_.failed();
 }
 
-template <class Pred>
-bool SocketConnection::waitUntil(Pred pred) {
-  for (int i = spinCount(); i > 0; --i) {
-    if (pred()) return true;
-    cpuRelax();
-  }
-  for (;;) {
-    uint32_t seen = bell_.seq.load(std::memory_order_acquire);
-    if (pred()) return true;
-    if (halted()) return false;
-    sleepOn(&bell_, seen, kSleepSliceNs);
-  }
+void SocketConnection::pollSockets(short events, const std::vector<int>& fds, int timeoutMs) {
+  pollfd pfds[kMaxSockets];
+  nfds_t n = 0;
+  for (int fd : fds) pfds[n++] = pollfd{fd, events, 0};
+  if (::poll(pfds, n, timeoutMs) < 0 && errno != EINTR) raiseErrno("poll");
 }
 
 void SocketConnection::failWith(const std::string& why) {
   if (failed_.exchange(true)) return;
   halt_.store(true);
   ring(&bell_);
-  // Wake workers blocked in socket calls; their descriptors stay open until
+  // Wake a peer blocked on these sockets; the descriptors stay open until
   // destruction, so no other thread can be handed a recycled number.
   for (auto& s : sockets_) s.shutdownBoth();
   // The error is recorded before the FIFO fails, so an executor woken by the
@@ -116,63 +109,10 @@ void SocketConnection::failWith(const std::string& why) {
   proxyEnd_.fail();
 }
 
-void SocketConnection::finishedUpTo(uint32_t index, uint32_t count) {
-  std::lock_guard<std::mutex> lock(progressMu_);
-  done_[index] = count;
-  uint32_t all = count;
-  for (uint32_t d : done_)
-    if (static_cast<int32_t>(d - all) < 0) all = d;
-  while (completed_ != all) {
-    if (p_.side == Side::Send) {
-      proxyEnd_.release();
-    } else {
-      // FifoEnd::post writes the size of slot `posted`, which is completed_.
-      proxyEnd_.post(recvSizes_[completed_ % p_.geometry.nSlots]);
-    }
-    ++completed_;
-  }
-}
-
-void SocketConnection::sendWorker(uint32_t index) {
-  FifoHeader* hdr = proxyEnd_.hdr;
-  const int fd = sockets_[index].fd();
-  StopFlags stop{&halt_, p_.abortFlag};
-  for (uint32_t slot = 0;; ++slot) {
-    bool ready = waitUntil(
-        [&] { return static_cast<int32_t>(hdr->posted.load(std::memory_order_acquire) - slot) > 0; });
-    if (!ready) {
-      if (destroying_.load() && !failed_.load()) {
-        // Nothing left to send: tell the receiver this is an orderly end.
-        SlotHeader bye{kCloseMarker};
-        trySendAll(fd, &bye, sizeof(bye), Deadline::after(100), StopFlags{});
-      }
-      if (p_.abortFlag && p_.abortFlag->load()) proxyEnd_.fail();
-      return;
-    }
-    uint32_t idx = slot % hdr->nSlots;
-    uint64_t bytes = hdr->sizes[idx];
-    if (bytes > hdr->slotBytes) {
-      failWith("slot " + std::to_string(slot) + " was posted with " + std::to_string(bytes) + " bytes, more than " +
-               std::to_string(hdr->slotBytes));
-      return;
-    }
-    uint64_t off, len;
-    slotPart(bytes, p_.nSockets, index, &off, &len);
-    SlotHeader sh{bytes};
-    int err = 0;
-    IoStatus st = trySendTwo(fd, &sh, sizeof(sh), proxyEnd_.data + idx * hdr->slotBytes + off, len, noDeadline(),
-                             stop, &err);
-    if (st != IoStatus::Ok) {
-      if (st == IoStatus::Stopped) {
-        if (p_.abortFlag && p_.abortFlag->load()) proxyEnd_.fail();
-        return;  // halted mid-slot: the receiver sees the cut and reports it
-      }
-      failWith(std::string("socket ") + std::to_string(index) + ": " + ioStatusName(st) +
-               (err ? std::string(": ") + strerror(err) : std::string()));
-      return;
-    }
-    finishedUpTo(index, slot + 1);
-  }
+// Called when the proxy leaves because of a stop: an abort fails the FIFO so
+// the executor stops waiting; a destruction just ends.
+void SocketConnection::leaveOnStop() {
+  if (p_.abortFlag && p_.abortFlag->load()) proxyEnd_.fail();
 }
 
 bool SocketConnection::acceptAll() {
@@ -214,59 +154,6 @@ bool SocketConnection::acceptAll() {
   WEFT_INFO(kNet, "NET/Socket: %u sockets from %s connected (tag %lu)", p_.nSockets, p_.peerName.c_str(),
             static_cast<unsigned long>(p_.tag));
   return true;
-}
-
-void SocketConnection::recvWorker(uint32_t index) {
-  if (index == 0) {
-    bool ok = acceptAll();
-    socketsReady_.store(ok, std::memory_order_release);
-    ring(&bell_);
-    if (!ok) return;
-  } else if (!waitUntil([&] { return socketsReady_.load(std::memory_order_acquire); })) {
-    return;
-  }
-  FifoHeader* hdr = proxyEnd_.hdr;
-  const int fd = sockets_[index].fd();
-  StopFlags stop{&halt_, p_.abortFlag};
-  for (uint32_t slot = 0;; ++slot) {
-    SlotHeader sh;
-    int err = 0;
-    IoStatus st = tryRecvAll(fd, &sh, sizeof(sh), noDeadline(), stop, &err);
-    if (st == IoStatus::Ok && sh.bytes == kCloseMarker) {
-      WEFT_TRACE(kNet, "NET/Socket: %s closed socket %u in order", p_.peerName.c_str(), index);
-      return;
-    }
-    if (st == IoStatus::Ok && sh.bytes > hdr->slotBytes) {
-      failWith("socket " + std::to_string(index) + " announced a " + std::to_string(sh.bytes) +
-               "-byte slot, more than " + std::to_string(hdr->slotBytes) + " (garbage on the stream?)");
-      return;
-    }
-    if (st == IoStatus::Ok) {
-      bool free = waitUntil([&] {
-        return slot - hdr->consumed.load(std::memory_order_acquire) < hdr->nSlots;
-      });
-      if (!free) st = IoStatus::Stopped;
-    }
-    uint32_t idx = slot % hdr->nSlots;
-    if (st == IoStatus::Ok) {
-      uint64_t off, len;
-      slotPart(sh.bytes, p_.nSockets, index, &off, &len);
-      st = tryRecvAll(fd, proxyEnd_.data + idx * hdr->slotBytes + off, len, noDeadline(), stop, &err);
-    }
-    if (st != IoStatus::Ok) {
-      if (st == IoStatus::Stopped) {
-        if (p_.abortFlag && p_.abortFlag->load()) proxyEnd_.fail();
-        return;
-      }
-      failWith(std::string("socket ") + std::to_string(index) + ": " +
-               (st == IoStatus::Eof ? std::string("connection closed without an orderly end")
-                                    : std::string(ioStatusName(st))) +
-               (err ? std::string(": ") + strerror(err) : std::string()));
-      return;
-    }
-    if (index == 0) recvSizes_[idx] = sh.bytes;
-    finishedUpTo(index, slot + 1);
-  }
 }
 
 }  // namespace weft

@@ -1,17 +1,23 @@
 // One direction of a socket-transport edge: a local staging FIFO and one
-// proxy thread per TCP socket.
+// proxy thread that drives all of the edge's TCP sockets, non-blocking.
 //
-// Each slot is cut into contiguous parts, part i travelling on socket i, so
-// the sockets (and the kernel's per-socket work) run in parallel. On the
-// sending side the threads send posted slots and the last one to finish a
-// slot frees it; on the receiving side they read into free slots and the
-// last one to finish a slot posts it. Slots are freed/posted strictly in
-// order, so the executor sees an ordinary FIFO.
+// A slot of at least 2 x kMinPartBytes is cut into contiguous parts, part i
+// travelling on socket i, so the kernel's per-socket work overlaps; a small
+// slot travels whole on socket 0, so a tiny message costs one send, one
+// receive and no hand-off between threads. Every part carries the slot's
+// sequence number and size, so the receiving proxy places it without
+// knowing what the other sockets carry. Slots are freed (send side) and
+// posted (receive side) strictly in order, so the executor sees an ordinary
+// FIFO.
+//
+// One thread per side instead of one per socket: on a machine where ranks
+// outnumber cores, extra proxy threads only queue for the same cores, and a
+// per-slot rendezvous between them (a mutex, a wake-up) is what made small
+// messages slow.
 #pragma once
 
 #include <atomic>
 #include <functional>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -69,19 +75,45 @@ class SocketConnection final : public Connection {
   std::string describe() const override { return "NET/Socket/" + p_.ifName; }
 
  private:
-  void sendWorker(uint32_t index);
-  void recvWorker(uint32_t index);
+  // Where one socket is in its current part.
+  struct SendCursor {
+    uint32_t seq = 0;        // next slot this socket looks at
+    uint64_t sent = 0;       // bytes of header + part already written
+    bool blocked = false;    // the kernel buffer was full
+  };
+  struct RecvCursor {
+    bool inPart = false;     // header complete, reading the payload
+    socket_wire::SlotHeader header{};
+    uint64_t headerGot = 0;
+    uint64_t offset = 0, length = 0, got = 0;
+    uint32_t lastSeq = ~0u;  // parts on one socket come in increasing order
+    bool waitsForSlot = false;
+    bool closed = false;     // the sender ended this socket in order
+  };
+  // Per FIFO slot on the receiving side: bytes expected and arrived.
+  struct RecvSlot {
+    bool known = false;
+    uint64_t bytes = 0;
+    uint64_t got = 0;
+  };
+
+  void sendLoop();
+  void recvLoop();
   bool acceptAll();
+  // Writes as much of socket i's pending parts as the kernel takes.
+  bool pumpSend(uint32_t i, uint32_t posted, bool* failed);
+  // Reads as much from socket i as there is; false when nothing moved.
+  bool pumpRecv(uint32_t i, bool* failed);
   // Waits (spin, then sleep on the proxy bell in short slices) until pred()
   // holds; false once the connection halts, aborts or failed.
   template <class Pred>
   bool waitUntil(Pred pred);
+  // Waits up to timeoutMs for the sockets in `fds` to become ready.
+  void pollSockets(short events, const std::vector<int>& fds, int timeoutMs);
   bool halted() const;
-  // Records that worker `index` finished slots [0, count); frees (send side)
-  // or posts (recv side) every slot all workers finished.
-  void finishedUpTo(uint32_t index, uint32_t count);
   void failWith(const std::string& why);
-  void run(uint32_t index);
+  void leaveOnStop();
+  void run();
 
   Params p_;
   StagingFifo staging_;
@@ -91,17 +123,34 @@ class SocketConnection final : public Connection {
   Socket listener_;
   std::vector<Socket> sockets_;
 
-  std::atomic<bool> halt_{false};        // destruction or failure: workers leave
+  std::atomic<bool> halt_{false};        // destruction or failure: the proxy leaves
   std::atomic<bool> destroying_{false};  // halting on purpose: no error report
   std::atomic<bool> failed_{false};
-  std::atomic<bool> socketsReady_{false};
 
-  std::mutex progressMu_;
-  std::vector<uint32_t> done_;  // per worker: slots finished
-  uint32_t completed_ = 0;      // slots freed (send) or posted (recv)
-  std::vector<uint64_t> recvSizes_;  // per slot index, written by worker 0
+  // Proxy thread only.
+  std::vector<SendCursor> sendCursors_;
+  std::vector<RecvCursor> recvCursors_;
+  std::vector<RecvSlot> recvSlots_;
+  uint32_t completed_ = 0;  // slots freed (send) or posted (recv)
 
-  std::vector<std::thread> workers_;
+  std::thread proxy_;
 };
+
+// How long a sleeping proxy waits before re-checking its halt flags.
+inline constexpr int64_t kProxySleepSliceNs = 10 * 1000 * 1000;
+
+template <class Pred>
+inline bool SocketConnection::waitUntil(Pred pred) {
+  for (int i = spinCount(); i > 0; --i) {
+    if (pred()) return true;
+    cpuRelax();
+  }
+  for (;;) {
+    uint32_t seen = bell_.seq.load(std::memory_order_acquire);
+    if (pred()) return true;
+    if (halted()) return false;
+    sleepOn(&bell_, seen, kProxySleepSliceNs);
+  }
+}
 
 }  // namespace weft

@@ -8,7 +8,7 @@
 namespace weft::socket_wire {
 
 constexpr uint32_t kHelloMagic = 0x57465348;  // "WFSH"
-constexpr uint32_t kVersion = 1;
+constexpr uint32_t kVersion = 2;
 constexpr uint32_t kMaxSockets = 16;
 
 // Receiver -> sender over the bootstrap: where to connect, and the nonce that
@@ -31,10 +31,14 @@ struct SocketHello {
   uint64_t nonce;
 };
 
-// Before every slot's part on every socket: the slot's total size, or
-// kCloseMarker when the sender leaves in an orderly way.
+// Before every part of a slot on a socket: the slot's total size (or
+// kCloseMarker when the sender leaves in an orderly way) and its sequence
+// number, so each socket's receiver knows where the part goes without asking
+// the others. A part of zero bytes is sent only for an empty slot, on socket 0.
 struct SlotHeader {
   uint64_t bytes;
+  uint32_t seq;
+  uint32_t reserved;
 };
 constexpr uint64_t kCloseMarker = ~0ull;
 

@@ -1,0 +1,157 @@
+// The receiving proxy: reads parts from every socket straight into their
+// slots of the staging FIFO and posts each slot, in order, once all of its
+// bytes are there.
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "src/util/log.h"
+#include "transports/socket/socket_connection.h"
+
+namespace weft {
+
+using namespace socket_wire;
+
+// How long the proxy sleeps in poll() while some socket also waits for the
+// executor to free a slot (it is not woken by the executor in poll()).
+static constexpr int kMixedWaitPollMs = 1;
+// How long it sleeps in poll() otherwise, between looks at the stop flags.
+static constexpr int kIdlePollMs = 20;
+
+namespace {
+
+// One non-blocking read. Returns bytes read, 0 when nothing is there, or -1
+// after setting *why (EOF or an error).
+ssize_t readSome(int fd, void* into, size_t bytes, std::string* why) {
+  for (;;) {
+    ssize_t n = ::recv(fd, into, bytes, MSG_DONTWAIT);
+    if (n > 0) return n;
+    if (n == 0) {
+      *why = "connection closed without an orderly end";
+      return -1;
+    }
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) return 0;
+    int e = errno;
+    *why = ((e == ECONNRESET || e == EPIPE || e == ENOTCONN) ? std::string("connection closed by peer: ")
+                                                             : std::string("socket error: ")) +
+           strerror(e);
+    return -1;
+  }
+}
+
+}  // namespace
+
+bool SocketConnection::pumpRecv(uint32_t i, bool* failed) {
+  FifoHeader* hdr = proxyEnd_.hdr;
+  RecvCursor& c = recvCursors_[i];
+  const int fd = sockets_[i].fd();
+  const std::string where = "socket " + std::to_string(i) + ": ";
+  bool moved = false;
+  std::string why;
+  auto fail = [&](const std::string& what) {
+    failWith(where + what);
+    *failed = true;
+    return moved;
+  };
+  c.waitsForSlot = false;
+  while (!c.closed) {
+    if (!c.inPart) {
+      ssize_t n = readSome(fd, reinterpret_cast<char*>(&c.header) + c.headerGot, sizeof(c.header) - c.headerGot, &why);
+      if (n < 0) return fail(why);
+      if (n == 0) return moved;
+      moved = true;
+      c.headerGot += static_cast<uint64_t>(n);
+      if (c.headerGot < sizeof(c.header)) continue;
+      c.headerGot = 0;
+      const SlotHeader& h = c.header;
+      if (h.bytes == kCloseMarker) {
+        WEFT_TRACE(kNet, "NET/Socket: %s closed socket %u in order", p_.peerName.c_str(), i);
+        c.closed = true;
+        return moved;
+      }
+      if (h.bytes > hdr->slotBytes)
+        return fail("announced a " + std::to_string(h.bytes) + "-byte slot, more than " +
+                    std::to_string(hdr->slotBytes) + " (garbage on the stream?)");
+      if ((c.lastSeq != ~0u && static_cast<int32_t>(h.seq - c.lastSeq) <= 0) ||
+          static_cast<int32_t>(h.seq - completed_) < 0)
+        return fail("part of slot " + std::to_string(h.seq) + " out of order (garbage on the stream?)");
+      c.lastSeq = h.seq;
+      slotPart(h.bytes, p_.nSockets, i, &c.offset, &c.length);
+      if (c.length == 0 && !(i == 0 && h.bytes == 0))
+        return fail("empty part of slot " + std::to_string(h.seq) + " (garbage on the stream?)");
+      c.got = 0;
+      c.inPart = true;
+    }
+    // The payload goes straight into its slot, once the executor freed it.
+    const uint32_t seq = c.header.seq;
+    if (seq - hdr->consumed.load(std::memory_order_acquire) >= hdr->nSlots) {
+      c.waitsForSlot = true;
+      return moved;
+    }
+    const uint32_t idx = seq % hdr->nSlots;
+    if (c.got < c.length) {
+      ssize_t n = readSome(fd, proxyEnd_.data + idx * hdr->slotBytes + c.offset + c.got, c.length - c.got, &why);
+      if (n < 0) return fail(why);
+      if (n == 0) return moved;
+      moved = true;
+      c.got += static_cast<uint64_t>(n);
+      if (c.got < c.length) continue;
+    }
+    RecvSlot& slot = recvSlots_[idx];
+    if (!slot.known) {
+      slot.known = true;
+      slot.bytes = c.header.bytes;
+    }
+    slot.got += c.length;
+    if (slot.bytes != c.header.bytes || slot.got > slot.bytes)
+      return fail("sockets disagree on the size of slot " + std::to_string(seq));
+    c.inPart = false;
+    moved = true;
+  }
+  return moved;
+}
+
+void SocketConnection::recvLoop() {
+  if (!acceptAll()) return;
+  FifoHeader* hdr = proxyEnd_.hdr;
+  std::vector<int> readFds;
+  readFds.reserve(p_.nSockets);
+  while (!halted()) {
+    bool moved = false, failed = false, slotWait = false;
+    uint32_t open = 0;
+    readFds.clear();
+    for (uint32_t i = 0; i < p_.nSockets; ++i) {
+      RecvCursor& c = recvCursors_[i];
+      if (c.closed) continue;
+      moved |= pumpRecv(i, &failed);
+      if (failed) return;
+      if (c.closed) continue;
+      ++open;
+      if (c.waitsForSlot) slotWait = true;
+      else readFds.push_back(sockets_[i].fd());
+    }
+    // Post, in order, every slot whose bytes have all arrived.
+    for (;;) {
+      RecvSlot& slot = recvSlots_[completed_ % hdr->nSlots];
+      if (!slot.known || slot.got != slot.bytes) break;
+      proxyEnd_.post(slot.bytes);  // writes the size of slot `posted`, which is completed_
+      slot = RecvSlot{};
+      ++completed_;
+      moved = true;
+    }
+    if (open == 0) return;  // every socket ended in order
+    if (moved) continue;
+    if (readFds.empty()) {
+      const uint32_t consumed = hdr->consumed.load(std::memory_order_acquire);
+      waitUntil([&] { return hdr->consumed.load(std::memory_order_acquire) != consumed; });
+      continue;
+    }
+    pollSockets(POLLIN, readFds, slotWait ? kMixedWaitPollMs : kIdlePollMs);
+  }
+  leaveOnStop();
+}
+
+}  // namespace weft

@@ -1,0 +1,115 @@
+// The sending proxy: writes posted slots to the sockets, part i of a large
+// slot on socket i, a small slot whole on socket 0, and frees each slot once
+// every part of it is in the kernel.
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "src/util/log.h"
+#include "transports/socket/socket_connection.h"
+
+namespace weft {
+
+using namespace socket_wire;
+
+// How long a proxy whose socket buffer is full sleeps in poll() before it
+// looks again at the FIFO and the stop flags. poll() returns as soon as the
+// socket drains, so this bounds only how stale those checks get.
+static constexpr int kFullSocketPollMs = 1;
+
+bool SocketConnection::pumpSend(uint32_t i, uint32_t posted, bool* failed) {
+  FifoHeader* hdr = proxyEnd_.hdr;
+  SendCursor& c = sendCursors_[i];
+  const int fd = sockets_[i].fd();
+  bool moved = false;
+  c.blocked = false;
+  while (c.seq != posted) {
+    const uint32_t idx = c.seq % hdr->nSlots;
+    const uint64_t bytes = hdr->sizes[idx];
+    if (bytes > hdr->slotBytes) {
+      failWith("slot " + std::to_string(c.seq) + " was posted with " + std::to_string(bytes) + " bytes, more than " +
+               std::to_string(hdr->slotBytes));
+      *failed = true;
+      return moved;
+    }
+    uint64_t off, len;
+    slotPart(bytes, p_.nSockets, i, &off, &len);
+    if (len == 0 && !(i == 0 && bytes == 0)) {  // this slot has no part on socket i
+      ++c.seq;
+      moved = true;
+      continue;
+    }
+    SlotHeader sh{bytes, c.seq, 0};
+    iovec iov[2];
+    int n = 0;
+    if (c.sent < sizeof(sh)) iov[n++] = {reinterpret_cast<char*>(&sh) + c.sent, sizeof(sh) - c.sent};
+    const uint64_t payloadSent = c.sent > sizeof(sh) ? c.sent - sizeof(sh) : 0;
+    if (len > payloadSent)
+      iov[n++] = {proxyEnd_.data + idx * hdr->slotBytes + off + payloadSent, static_cast<size_t>(len - payloadSent)};
+    msghdr msg{};
+    msg.msg_iov = iov;
+    msg.msg_iovlen = static_cast<size_t>(n);
+    ssize_t w = ::sendmsg(fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) {
+        c.blocked = true;
+        return moved;
+      }
+      int e = errno;
+      failWith("socket " + std::to_string(i) + ": " +
+               ((e == ECONNRESET || e == EPIPE || e == ENOTCONN) ? std::string("connection closed by peer: ")
+                                                                 : std::string("socket error: ")) +
+               strerror(e));
+      *failed = true;
+      return moved;
+    }
+    moved = true;
+    c.sent += static_cast<uint64_t>(w);
+    if (c.sent == sizeof(sh) + len) {
+      c.sent = 0;
+      ++c.seq;
+    }
+  }
+  return moved;
+}
+
+void SocketConnection::sendLoop() {
+  FifoHeader* hdr = proxyEnd_.hdr;
+  std::vector<int> fullFds;
+  fullFds.reserve(p_.nSockets);
+  while (!halted()) {
+    const uint32_t posted = hdr->posted.load(std::memory_order_acquire);
+    bool moved = false, failed = false;
+    fullFds.clear();
+    for (uint32_t i = 0; i < p_.nSockets; ++i) {
+      moved |= pumpSend(i, posted, &failed);
+      if (failed) return;
+      if (sendCursors_[i].blocked) fullFds.push_back(sockets_[i].fd());
+    }
+    // A slot is free again once every socket is past it.
+    uint32_t all = posted;
+    for (const SendCursor& c : sendCursors_)
+      if (static_cast<int32_t>(c.seq - all) < 0) all = c.seq;
+    for (; completed_ != all; ++completed_, moved = true) proxyEnd_.release();
+    if (moved) continue;
+    if (!fullFds.empty()) {
+      pollSockets(POLLOUT, fullFds, kFullSocketPollMs);
+      continue;
+    }
+    waitUntil([&] { return hdr->posted.load(std::memory_order_acquire) != posted; });
+  }
+  // Stopped. When everything posted went out whole, tell the receiver this
+  // is an orderly end; otherwise it sees the cut and reports it.
+  bool drained = !failed_.load() && completed_ == hdr->posted.load(std::memory_order_acquire);
+  for (const SendCursor& c : sendCursors_) drained = drained && c.sent == 0;
+  if (destroying_.load() && drained) {
+    SlotHeader bye{kCloseMarker, completed_, 0};
+    for (auto& s : sockets_) trySendAll(s.fd(), &bye, sizeof(bye), Deadline::after(100), StopFlags{});
+  }
+  leaveOnStop();
+}
+
+}  // namespace weft
