@@ -55,7 +55,15 @@ echo "== building nccl-tests from $src"
 tests=$out/nccl-tests
 rm -rf "$tests" && mkdir -p "$tests"
 cp -r "$src"/. "$tests/"
-make_args=(CUDA_HOME="$cuda_home" NCCL_HOME="$home" NVCC_GENCODE="$gencode" BUILDDIR="$tests/build")
+# Our library's directory goes first on the link line: CUDA's lib directory
+# may hold NVIDIA's own libnccl.so (pip-style CUDA installs do), and the link
+# must resolve every NCCL symbol against weft's library, not that one.
+make_args=(CUDA_HOME="$cuda_home" NCCL_HOME="$home" NVCC_GENCODE="$gencode" BUILDDIR="$tests/build"
+           CUDA_LIB="$home/lib -L$cuda_home/lib64")
+# Likewise "nccl.h" must be ours, not one in CUDA's include directory.
+used=$(echo '#include "nccl.h"' | "$cuda_home/bin/nvcc" -I"$home/include" -E -x cu - 2>/dev/null |
+       grep -m1 -o '"[^"]*nccl\.h"' | tr -d '"')
+[ "$used" = "$home/include/nccl.h" ] || { echo "check-nccl-abi: nvcc picks $used, not weft's nccl.h"; exit 1; }
 if [ "$mpi" = 1 ]; then
   mpi_home=${MPI_HOME:-/usr/lib/x86_64-linux-gnu/openmpi}
   make_args+=(MPI=1 MPI_HOME="$mpi_home")
@@ -67,15 +75,15 @@ if ! make -C "$tests/src" -j"$jobs" "${make_args[@]}" >"$out/nccl-tests-build.lo
 fi
 bins=$(ls "$tests"/build/*_perf)
 for b in $bins; do
-  ldd "$b" | grep -q "libnccl.so.2 => $home/lib/libnccl.so.2" || \
-    LD_LIBRARY_PATH="$home/lib" ldd "$b" | grep -q "libnccl.so.2 => $home/lib/libnccl.so.2" || \
+  LD_LIBRARY_PATH="$home/lib" ldd "$b" | grep -q "libnccl.so.2 => $home/lib/libnccl.so.2" || \
     { echo "check-nccl-abi: $b does not resolve libnccl.so.2 to weft's"; exit 1; }
   # Every NCCL symbol the binary needs must be exported by weft's library.
   missing=$(comm -23 <(nm -D --undefined-only "$b" | awk '{print $2}' | grep -E '^p?nccl' | sed 's/@.*//' | sort -u) \
                      <(nm -D --defined-only "$home/lib/libnccl.so.2" | awk '{print $3}' | sort -u))
   [ -z "$missing" ] || { echo "check-nccl-abi: $(basename "$b") needs symbols weft lacks: $missing"; exit 1; }
 done
-echo "== built $(echo "$bins" | wc -w) nccl-tests binaries against weft's libnccl.so.2 (all NCCL symbols resolved)"
+echo "== built $(echo "$bins" | wc -w) nccl-tests binaries against weft's nccl.h and libnccl.so.2 (all NCCL symbols resolved)"
+echo "   run them with LD_LIBRARY_PATH=$home/lib (before any other libnccl.so.2)"
 
 [ "$run" = 1 ] || exit 0
 ngpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)

@@ -3,7 +3,9 @@
 # missing packages are installed.
 set -euo pipefail
 pkgs=(cmake g++ make pkg-config libhwloc-dev hwloc libgtest-dev libgmock-dev
-      libibverbs-dev rdma-core libopenmpi-dev openmpi-bin libgloo-dev iperf3 python3 iproute2)
+      libibverbs-dev rdma-core libopenmpi-dev openmpi-bin libgloo-dev iperf3 python3 iproute2
+      # the PyTorch backend (bindings/torch): Debian's torch 1.13, CPU only
+      python3-torch libtorch-dev pybind11-dev)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
