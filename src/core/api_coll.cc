@@ -8,6 +8,7 @@
 
 #include "src/core/api_guard.h"
 #include "src/core/group.h"
+#include "src/cuda/device_route.h"
 
 using namespace weft;
 using plan::Coll;
@@ -64,7 +65,7 @@ struct CallCheck {
 // The checks every call shares. `elements` is the largest buffer in
 // elements (count x nranks for gathered buffers).
 weftResult_t checkCommon(CallCheck& c, const void* send, const void* recv, size_t count, size_t multiplier,
-                         weftDataType_t type, weftStream_t stream, bool needSend, bool needRecv) {
+                         weftDataType_t type, weftStream_t stream, bool needSend, bool needRecv, bool* device) {
   if (weftResult_t r = checkComm(c.comm, c.fn)) return r;
   setLogRank(c.comm->rank);
   if (weftResult_t e = c.comm->getAsyncError()) {
@@ -88,7 +89,10 @@ weftResult_t checkCommon(CallCheck& c, const void* send, const void* recv, size_
     c.fail(weftInvalidArgument, "recvbuff is NULL with count %zu", count);
     return c.result;
   }
-  if (weftResult_t r = checkHostStream(stream)) return r;
+  // Device or host buffers, and the stream kind that goes with them.
+  if (weftResult_t r = cuda::checkCallBuffers(c.fn, needSend ? send : nullptr, needRecv ? recv : nullptr, stream,
+                                              device))
+    return r;
   return weftSuccess;
 }
 
@@ -107,7 +111,9 @@ weftResult_t collective(const char* fn, Coll coll, const void* send, void* recv,
     if (weftResult_t r = checkComm(comm, fn)) return r;
     if (coll == Coll::Broadcast) needSend = comm->rank == root;
     if (coll == Coll::Reduce) needRecv = comm->rank == root;
-    if (weftResult_t r = checkCommon(c, send, recv, count, mult, type, stream, needSend, needRecv)) return r;
+    bool device = false;
+    if (weftResult_t r = checkCommon(c, send, recv, count, mult, type, stream, needSend, needRecv, &device))
+      return r;
     if (rooted && (root < 0 || root >= comm->nranks)) {
       c.fail(weftInvalidArgument, "root %d is out of range for %d ranks", root, comm->nranks);
       return c.result;
@@ -120,6 +126,8 @@ weftResult_t collective(const char* fn, Coll coll, const void* send, void* recv,
     d.type = type;
     d.root = rooted ? root : 0;
     d.comm = comm;
+    d.device = device;
+    d.stream = stream;
     bool reduces = coll == Coll::AllReduce || coll == Coll::ReduceScatter || coll == Coll::Reduce;
     if (reduces) {
       if (weftResult_t r = resolveOp(comm, op, type, &d.op, fn)) return r;
@@ -138,7 +146,8 @@ weftResult_t pointToPoint(const char* fn, bool isSend, const void* send, void* r
                           weftDataType_t type, int peer, weftComm_t comm, weftStream_t stream) {
   return guarded([&] {
     CallCheck c{fn, comm};
-    if (weftResult_t r = checkCommon(c, send, recv, count, 1, type, stream, isSend, !isSend)) return r;
+    bool device = false;
+    if (weftResult_t r = checkCommon(c, send, recv, count, 1, type, stream, isSend, !isSend, &device)) return r;
     if (peer < 0 || peer >= comm->nranks) {
       c.fail(weftInvalidArgument, "peer %d is out of range for %d ranks", peer, comm->nranks);
       return c.result;
@@ -152,6 +161,8 @@ weftResult_t pointToPoint(const char* fn, bool isSend, const void* send, void* r
     d.type = type;
     d.peer = peer;
     d.comm = comm;
+    d.device = device;
+    d.stream = stream;
     return submit(d, stream);
   });
 }

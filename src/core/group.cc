@@ -75,8 +75,10 @@ weftResult_t dispatch(std::vector<OpDesc> ops, weftStream_t stream) {
     b.push_back(op);
   }
   for (weftComm_t c : *order) inflightAdd(c, +1);
-  if (!stream) return runAll(*batches, *order);
-  HostStream* hs = findHostStream(stream);
+  HostStream* hs = stream ? findHostStream(stream) : nullptr;
+  // No host stream: run now. For device buffers (a validated cudaStream_t)
+  // "now" only queues the kernels on that stream.
+  if (!hs) return runAll(*batches, *order);
   hs->enqueue([batches, order] { return runAll(*batches, *order); });
   return weftSuccess;
 }
@@ -91,12 +93,14 @@ weftResult_t checkHostStream(weftStream_t stream) {
 
 weftResult_t submit(const OpDesc& op, weftStream_t stream) {
   if (tlsGroup.depth > 0) {
-    if (!tlsGroup.ops.empty() && tlsGroup.stream != stream) {
+    // Device calls carry their own cudaStream_t (op.stream): as in NCCL,
+    // each communicator of a group may use its own stream.
+    if (!op.device && !tlsGroup.ops.empty() && tlsGroup.stream != stream) {
       WEFT_WARN("group mixes streams %p and %p: all operations of a group must use one stream", tlsGroup.stream,
                 stream);
       return weftInvalidUsage;
     }
-    tlsGroup.stream = stream;
+    if (!op.device || tlsGroup.ops.empty()) tlsGroup.stream = stream;
     tlsGroup.ops.push_back(op);
     return weftSuccess;
   }

@@ -1,0 +1,35 @@
+// The core's one door to the device path. Compiled with and without CUDA:
+// without it (or without a GPU) no pointer is ever recognised as device
+// memory, so every call keeps the host behaviour.
+#pragma once
+
+#include <memory>
+#include <span>
+
+#include "algorithms/plan.h"
+#include "src/exec/host/host_executor.h"
+#include "src/kernels/reduce.h"
+#include "weft/weft.h"
+
+struct weftComm;
+
+namespace weft::cuda {
+
+// API-time check of one call's buffers and stream. Device (or managed)
+// buffers set *device and accept `stream` as a cudaStream_t (NULL: the
+// legacy default stream); host buffers need NULL or a live weft host stream.
+// Mixing host and device buffers in one call is weftInvalidArgument, with a
+// log line naming both kinds. Never throws.
+weftResult_t checkCallBuffers(const char* fn, const void* send, const void* recv, weftStream_t stream,
+                              bool* device);
+
+// Runs (queues) plan `p` on the device, on `stream`. `keep` is the plan
+// cache's handle for cached plans, else null. Throws weft::Error.
+void runDevicePlan(weftComm* comm, const plan::Plan& p, const std::shared_ptr<const plan::Plan>& keep,
+                   std::span<const BufferBinding> bindings, const kernels::RedOp& op, weftStream_t stream);
+
+// A device copy of `bytes` of `src` (in-place AllToAll sends from it),
+// ordered on `stream`. Throws weft::Error.
+const void* deviceStageCopy(weftComm* comm, const void* src, size_t bytes, weftStream_t stream);
+
+}  // namespace weft::cuda

@@ -1,0 +1,134 @@
+#include "src/cuda/host_mapping.h"
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <mutex>
+
+#include "src/cuda/cuda_check.h"
+#include "src/util/error.h"
+
+namespace weft::cuda {
+namespace {
+
+constexpr uintptr_t kPage = 4096;
+
+struct Registration {
+  size_t bytes;
+  int refs;
+};
+
+std::mutex& registryMutex() {
+  static std::mutex m;
+  return m;
+}
+// Registrations made by weft, by page-aligned base.
+std::map<char*, Registration>& registry() {
+  static std::map<char*, Registration> r;
+  return r;
+}
+
+// The weft registration covering page, or end().
+std::map<char*, Registration>::iterator covering(char* page) {
+  auto& r = registry();
+  auto it = r.upper_bound(page);
+  if (it == r.begin()) return r.end();
+  --it;
+  return page < it->first + it->second.bytes ? it : r.end();
+}
+
+bool registeredElsewhere(char* page) {
+  cudaPointerAttributes a{};
+  const bool host = cudaPointerGetAttributes(&a, page) == cudaSuccess && a.type == cudaMemoryTypeHost;
+  (void)cudaGetLastError();
+  return host;
+}
+
+}  // namespace
+
+HostMapping::HostMapping(const void* p, size_t bytes) {
+  const uintptr_t start = reinterpret_cast<uintptr_t>(p) & ~(kPage - 1);
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(p) + std::max<size_t>(bytes, 1) + kPage - 1) & ~(kPage - 1);
+  base_ = reinterpret_cast<char*>(start);
+  bytes_ = end - start;
+  std::lock_guard<std::mutex> lock(registryMutex());
+  try {
+    char* page = base_;
+    char* const stop = base_ + bytes_;
+    while (page < stop) {
+      auto it = covering(page);
+      if (it != registry().end()) {
+        if (std::find(refs_.begin(), refs_.end(), it->first) == refs_.end()) {
+          it->second.refs++;
+          refs_.push_back(it->first);
+        }
+        page = it->first + it->second.bytes;
+        continue;
+      }
+      if (registeredElsewhere(page)) {  // by the user: used as is, not owned
+        page += kPage;
+        continue;
+      }
+      // The longest run of pages nobody has registered yet.
+      char* runEnd = page + kPage;
+      while (runEnd < stop && covering(runEnd) == registry().end() && !registeredElsewhere(runEnd)) runEnd += kPage;
+      WEFT_CUDA_CHECK(cudaHostRegister(page, runEnd - page, cudaHostRegisterPortable | cudaHostRegisterMapped));
+      registry()[page] = {size_t(runEnd - page), 1};
+      refs_.push_back(page);
+      page = runEnd;
+    }
+  } catch (...) {
+    // Drop what was taken so far; the registry lock is still held here.
+    for (char* b : refs_) {
+      auto it = registry().find(b);
+      if (it != registry().end() && --it->second.refs == 0) {
+        (void)cudaHostUnregister(b);
+        registry().erase(it);
+      }
+    }
+    refs_.clear();
+    throw;
+  }
+}
+
+HostMapping& HostMapping::operator=(HostMapping&& o) noexcept {
+  if (this != &o) {
+    release();
+    base_ = o.base_;
+    bytes_ = o.bytes_;
+    refs_ = std::move(o.refs_);
+    o.refs_.clear();
+    o.base_ = nullptr;
+  }
+  return *this;
+}
+
+HostMapping::~HostMapping() { release(); }
+
+void HostMapping::release() {
+  if (refs_.empty()) return;
+  std::lock_guard<std::mutex> lock(registryMutex());
+  for (char* b : refs_) {
+    auto it = registry().find(b);
+    if (it != registry().end() && --it->second.refs == 0) {
+      (void)cudaHostUnregister(b);
+      registry().erase(it);
+    }
+  }
+  (void)cudaGetLastError();
+  refs_.clear();
+}
+
+void* HostMapping::device(const void* p) const {
+  const char* c = static_cast<const char*>(p);
+  if (c < base_ || c >= base_ + bytes_)
+    raise(weftInternalError, "host mapping: %p is outside the mapped range %p+%zu", p, static_cast<void*>(base_),
+          bytes_);
+  void* dev = nullptr;
+  WEFT_CUDA_CHECK(cudaHostGetDevicePointer(&dev, const_cast<void*>(p), 0));
+  return dev;
+}
+
+}  // namespace weft::cuda

@@ -1,0 +1,185 @@
+#include "transports/p2p/p2p_transport.h"
+
+#include <cstring>
+#include <vector>
+
+#include "src/util/error.h"
+#include "src/util/log.h"
+
+#if WEFT_HAVE_CUDA
+#include <cuda_runtime_api.h>
+
+#include "src/cuda/cuda_check.h"
+#endif
+
+namespace weft {
+namespace {
+
+#if WEFT_HAVE_CUDA
+
+constexpr uint32_t kP2pMsgMagic = 0x50325031;  // "P2P1"
+
+struct P2pOffer {
+  uint32_t magic = kP2pMsgMagic;
+  uint32_t sameProcess = 0;
+  uint64_t addr = 0;        // same process: the FIFO's device address
+  uint64_t bytes = 0;
+  uint64_t dataOffset = 0;
+  int32_t device = -1;      // the receiver's GPU
+  int32_t pad = 0;
+  cudaIpcMemHandle_t handle{};
+};
+
+bool sameProcess(const ConnectContext& ctx, int peer) {
+  return ctx.peer(peer).processHash == ctx.self().processHash && ctx.peer(peer).pid == ctx.self().pid;
+}
+
+// Makes `device` current for the lifetime of the guard.
+class DeviceGuard {
+ public:
+  explicit DeviceGuard(int device) {
+    WEFT_CUDA_CHECK(cudaGetDevice(&previous_));
+    if (device != previous_) WEFT_CUDA_CHECK(cudaSetDevice(device));
+  }
+  ~DeviceGuard() { (void)cudaSetDevice(previous_); }
+
+ private:
+  int previous_ = 0;
+};
+
+class P2pConnection : public Connection {
+ public:
+  FifoEnd end;
+  bool sending = false;
+  bool sameProc = false;
+  int device = -1;
+  void* owned = nullptr;   // receiver: cudaMalloc'd FIFO
+  void* opened = nullptr;  // sender: IPC mapping
+
+  ~P2pConnection() override {
+    if (device >= 0) (void)cudaSetDevice(device);
+    if (opened) (void)cudaIpcCloseMemHandle(opened);
+    if (owned) (void)cudaFree(owned);
+    (void)cudaGetLastError();
+  }
+  FifoEnd fifo() const override { return end; }
+  std::string describe() const override { return sameProc ? "P2P/direct" : "P2P/IPC"; }
+};
+
+class P2pTransport : public Transport {
+ public:
+  const char* name() const override { return "P2P"; }
+
+  bool canConnect(const ConnectContext& ctx, int peer, std::string* why) const override {
+    const PeerInfo& me = ctx.self();
+    const PeerInfo& other = ctx.peer(peer);
+    if (me.hostHash != other.hostHash) {
+      *why = "hosts differ";
+      return false;
+    }
+    if (me.cudaDev < 0 || other.cudaDev < 0) {
+      *why = "no CUDA device on rank " + std::to_string(me.cudaDev < 0 ? me.rank : peer);
+      return false;
+    }
+    if (!cuda::gpuAvailable()) {
+      *why = "no usable GPU in this process";
+      return false;
+    }
+    if (me.cudaDev == other.cudaDev) {
+      *why = "same GPU";
+      return true;
+    }
+    // Device ordinals are compared as this process numbers them: ranks of
+    // one host are expected to see the same CUDA_VISIBLE_DEVICES.
+    int can = 0;
+    if (cudaDeviceCanAccessPeer(&can, me.cudaDev, other.cudaDev) != cudaSuccess || !can) {
+      (void)cudaGetLastError();
+      *why = "GPU " + std::to_string(me.cudaDev) + " cannot access GPU " + std::to_string(other.cudaDev);
+      return false;
+    }
+    *why = "GPUs " + std::to_string(me.cudaDev) + " and " + std::to_string(other.cudaDev) + " have peer access";
+    return true;
+  }
+
+  std::unique_ptr<Connection> connectRecv(ConnectContext& ctx, int peer, uint64_t tag) override {
+    auto c = std::make_unique<P2pConnection>();
+    c->sameProc = sameProcess(ctx, peer);
+    c->device = ctx.self().cudaDev;
+    if (c->device < 0) raise(weftInvalidUsage, "p2p: rank %d has no CUDA device", ctx.rank);
+    DeviceGuard guard(c->device);
+    const size_t bytes = fifoBytes(ctx.geometry.nSlots, ctx.geometry.slotBytes);
+    WEFT_CUDA_CHECK(cudaMalloc(&c->owned, bytes));
+    // The header is built on the host (fifoInit validates the geometry) and
+    // copied into place; the slots need no initial value.
+    std::vector<char> header(fifoBytes(ctx.geometry.nSlots, ctx.geometry.slotBytes) -
+                             size_t(ctx.geometry.nSlots) * ctx.geometry.slotBytes);
+    FifoHeader* h = fifoInit(header.data(), ctx.geometry.nSlots, ctx.geometry.slotBytes);
+    WEFT_CUDA_CHECK(cudaMemcpy(c->owned, header.data(), header.size(), cudaMemcpyHostToDevice));
+    P2pOffer offer;
+    offer.sameProcess = c->sameProc;
+    offer.bytes = bytes;
+    offer.dataOffset = h->dataOffset;
+    offer.device = c->device;
+    if (c->sameProc) offer.addr = reinterpret_cast<uint64_t>(c->owned);
+    else WEFT_CUDA_CHECK(cudaIpcGetMemHandle(&offer.handle, c->owned));
+    c->end.hdr = static_cast<FifoHeader*>(c->owned);
+    c->end.data = static_cast<char*>(c->owned) + h->dataOffset;
+    ctx.bootstrap->send(peer, tag, &offer, sizeof(offer));
+    return c;
+  }
+
+  std::unique_ptr<Connection> connectSend(ConnectContext& ctx, int peer, uint64_t tag) override {
+    auto c = std::make_unique<P2pConnection>();
+    c->sending = true;
+    c->sameProc = sameProcess(ctx, peer);
+    c->device = ctx.self().cudaDev;
+    if (c->device < 0) raise(weftInvalidUsage, "p2p: rank %d has no CUDA device", ctx.rank);
+    P2pOffer offer;
+    ctx.bootstrap->recv(peer, tag, &offer, sizeof(offer));
+    const size_t bytes = fifoBytes(ctx.geometry.nSlots, ctx.geometry.slotBytes);
+    if (offer.magic != kP2pMsgMagic || offer.bytes != bytes || bool(offer.sameProcess) != c->sameProc)
+      raise(weftInternalError, "p2p: rank %d offered a FIFO this rank cannot use (%lu bytes, expected %zu)", peer,
+            static_cast<unsigned long>(offer.bytes), bytes);
+    DeviceGuard guard(c->device);
+    void* mem;
+    if (c->sameProc) {
+      mem = reinterpret_cast<void*>(offer.addr);
+      if (offer.device != c->device) {
+        cudaError_t e = cudaDeviceEnablePeerAccess(offer.device, 0);
+        if (e == cudaErrorPeerAccessAlreadyEnabled) (void)cudaGetLastError();
+        else WEFT_CUDA_CHECK(e);
+      }
+    } else {
+      WEFT_CUDA_CHECK(cudaIpcOpenMemHandle(&c->opened, offer.handle, cudaIpcMemLazyEnablePeerAccess));
+      mem = c->opened;
+    }
+    c->end.hdr = static_cast<FifoHeader*>(mem);
+    c->end.data = static_cast<char*>(mem) + offer.dataOffset;
+    return c;
+  }
+};
+
+#else  // !WEFT_HAVE_CUDA
+
+class P2pTransport : public Transport {
+ public:
+  const char* name() const override { return "P2P"; }
+  bool canConnect(const ConnectContext&, int, std::string* why) const override {
+    *why = "weft was built without CUDA";
+    return false;
+  }
+  std::unique_ptr<Connection> connectSend(ConnectContext&, int, uint64_t) override {
+    raise(weftInvalidUsage, "p2p: weft was built without CUDA");
+  }
+  std::unique_ptr<Connection> connectRecv(ConnectContext&, int, uint64_t) override {
+    raise(weftInvalidUsage, "p2p: weft was built without CUDA");
+  }
+};
+
+#endif
+
+}  // namespace
+
+std::unique_ptr<Transport> makeP2pTransport() { return std::make_unique<P2pTransport>(); }
+
+}  // namespace weft
