@@ -227,3 +227,52 @@ TEST(GpuApi, SingleRankAllReduceOnTheDefaultStream) {
 }
 
 }  // namespace
+
+// ---- Checks that need no GPU: what a CUDA build does on a machine without one.
+
+#include "src/cuda/device_plan.h"
+#include "transports/p2p/p2p_transport.h"
+
+namespace {
+
+TEST(CudaBuildWithoutGpu, HostPointersStayHostAndHostCallsWork) {
+  if (visibleGpus() > 0) GTEST_SKIP() << "a GPU is visible: covered by the GPU tests";
+  std::vector<float> a(64, 1.0f), b(64, 0.0f);
+  EXPECT_EQ(cuda::classify(a.data()), cuda::BufferKind::Unregistered);
+  weftComm_t comm = nullptr;
+  int dev = 0;
+  ASSERT_EQ(weftCommInitAll(&comm, 1, &dev), weftSuccess);
+  EXPECT_EQ(weftAllReduce(a.data(), b.data(), 64, weftFloat32, weftSum, comm, nullptr), weftSuccess);
+  EXPECT_EQ(b, a);
+  // A pointer CUDA cannot recognise is treated as host memory; a stream that
+  // is not a weft host stream is then refused, as before CUDA existed.
+  int fakeStream = 0;
+  EXPECT_EQ(weftAllReduce(a.data(), b.data(), 64, weftFloat32, weftSum, comm, &fakeStream), weftInvalidArgument);
+  EXPECT_EQ(weftCommDestroy(comm), weftSuccess);
+}
+
+TEST(CudaBuildWithoutGpu, P2pRefusesRanksWithoutDevices) {
+  std::vector<PeerInfo> peers(2);
+  for (int r = 0; r < 2; r++) {
+    peers[r].rank = r;
+    peers[r].hostHash = 1;
+    peers[r].cudaDev = -1;
+  }
+  ConnectContext ctx;
+  ctx.rank = 0;
+  ctx.nranks = 2;
+  ctx.peers = &peers;
+  auto t = makeP2pTransport();
+  std::string why;
+  EXPECT_FALSE(t->canConnect(ctx, 1, &why));
+  EXPECT_NE(why.find("no CUDA device"), std::string::npos) << why;
+  peers[1].hostHash = 2;
+  EXPECT_FALSE(t->canConnect(ctx, 1, &why));
+  EXPECT_EQ(why, "hosts differ");
+}
+
+// The kernel reads these as plain data uploaded from the host.
+static_assert(sizeof(cuda::DevStep) % 8 == 0, "DevStep is an array element on the device");
+static_assert(sizeof(cuda::DevLaunch) <= 4096, "DevLaunch is a kernel parameter");
+
+}  // namespace
