@@ -17,10 +17,12 @@ struct StatusCheck {
   ErrorSink sink;
   int rank;
   bool* reported;
+  BellRinger* ringer;
 };
 
 void CUDART_CB checkStatus(void* arg) {
   auto* c = static_cast<StatusCheck*>(arg);
+  c->ringer->workEnded();
   const volatile DevStatus* s = c->status;
   if (s->code != 0 && !*c->reported && c->sink) {
     *c->reported = true;
@@ -91,6 +93,9 @@ DevFifo DeviceState::fifoView(const FifoEnd& e) {
     dataDev = e.data;
   } else {
     memcpy(static_cast<void*>(&h), e.hdr, sizeof(h));
+    // Host-memory FIFOs may have a host mover (proxy) sleeping on these.
+    ringer_.add(e.consumerBell);
+    ringer_.add(e.producerBell);
     const size_t slots = size_t(h.nSlots) * h.slotBytes;
     const char* hdrHost = reinterpret_cast<const char*>(e.hdr);
     if (e.data == hdrHost + h.dataOffset) {
@@ -239,9 +244,11 @@ void DeviceState::run(const plan::Plan& p, const std::shared_ptr<const plan::Pla
 }
 
 void DeviceState::afterLaunch(cudaStream_t stream, ErrorSink onError) {
-  auto* check = new StatusCheck{statusHost_, std::move(onError), rank_, &reported_};
+  auto* check = new StatusCheck{statusHost_, std::move(onError), rank_, &reported_, &ringer_};
+  ringer_.workStarted();
   cudaError_t err = cudaLaunchHostFunc(stream, checkStatus, check);
   if (err != cudaSuccess) {
+    ringer_.workEnded();
     delete check;
     WEFT_CUDA_CHECK(err);
   }

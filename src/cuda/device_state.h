@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "algorithms/plan.h"
+#include "src/cuda/bell_ringer.h"
 #include "src/cuda/device_plan.h"
 #include "src/cuda/host_mapping.h"
 #include "src/exec/host/host_executor.h"
@@ -76,6 +77,7 @@ class DeviceState {
   size_t stageBytes_ = 0;
   std::map<cudaStream_t, cudaEvent_t> lastWork_;
   bool reported_ = false;  // the first kernel failure is reported once
+  BellRinger ringer_;  // declared last: stopped first, after the work it serves
 };
 
 }  // namespace weft::cuda
