@@ -6,7 +6,7 @@
 # max. Runs are interleaved (weft, mpi, mpi-tuned, gloo, then again) so drift
 # hits all; the best of the rounds is printed with ratios weft/peer. Then the
 # ceilings (memcpy and streaming add with 2 threads; iperf3 -l 1M over
-# 127.0.0.1) and the issue-5 targets with weft's fraction of each.
+# 127.0.0.1, one direction and both at once) and the issue-5 targets with weft's fraction of each.
 #   benchmarks/compare/run.sh [build dir] [max size] [iters]
 # Environment: ROUNDS (2), NPS ("2 4"), NETS ("shm tcp"),
 #   COLLS ("allreduce reduce_scatter allgather").
@@ -90,6 +90,13 @@ if command -v iperf3 >/dev/null; then
     sleep 0.5
     iperf3 -c 127.0.0.1 -p 5299 -l 1M -t 3 -f g 2>/dev/null | grep -E "receiver" >> "$out/ceiling-tcp.txt"
     wait "$server" 2>/dev/null
+    # Both directions at once, as a 2-rank ring moves data: what each
+    # direction gets when the two cores also carry the other one.
+    iperf3 -s -1 -B 127.0.0.1 -p 5299 >/dev/null 2>&1 &
+    server=$!
+    sleep 0.5
+    iperf3 -c 127.0.0.1 -p 5299 -l 1M -t 3 -f g --bidir 2>/dev/null | grep -E "receiver" >> "$out/ceiling-tcp-bidir.txt"
+    wait "$server" 2>/dev/null
   done
 fi
 
@@ -172,6 +179,18 @@ if os.path.exists(tcp_path):
         print("iperf3 -l 1M over 127.0.0.1, one direction: %s GB/s (best %.2f)" % (
             ", ".join("%.2f" % r for r in rates), tcp))
 
+bidir = None
+bidir_path = os.path.join(out, "ceiling-tcp-bidir.txt")
+if os.path.exists(bidir_path):
+    # Two receiver lines (one per direction) per run: the mean of each run's
+    # pair is what one direction carries while the other one runs too.
+    rates = [float(m.group(1)) / 8 for m in (re.search(r"([\d.]+) Gbits/sec", l) for l in open(bidir_path)) if m]
+    pairs = [(rates[i] + rates[i + 1]) / 2 for i in range(0, len(rates) - 1, 2)]
+    if pairs:
+        bidir = max(pairs)
+        print("iperf3 --bidir -l 1M over 127.0.0.1, per direction with both running: %s GB/s (best %.2f)" % (
+            ", ".join("%.2f" % r for r in pairs), bidir))
+
 def get(coll, net, np, peer, size, what):
     v = data.get((coll, net, np), {}).get(peer, {}).get(size)
     return None if v is None else (v[0] if what == "bw" else v[1])
@@ -205,6 +224,8 @@ w = get("allreduce", "tcp", "2", "weft", M64, "bw")
 if w is not None and tcp:
     show("TCP 2p 64M busbw vs loopback TCP one way (%.2f)" % tcp, "%.2f GB/s = %.0f%%" % (w, 100 * w / tcp), ">= 80%",
          w >= 0.8 * tcp)
+if w is not None and bidir:
+    show("TCP 2p 64M busbw vs loopback TCP both ways (%.2f)" % bidir, "%.0f%%" % (100 * w / bidir), "(info)", None)
 g = get("allreduce", "tcp", "2", "gloo", M64, "bw")
 if w is not None and g:
     show("TCP 2p 64M busbw vs Gloo (%.2f)" % g, "%.2fx" % (w / g), ">= 2.5x", w >= 2.5 * g)
