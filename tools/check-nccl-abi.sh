@@ -61,8 +61,9 @@ cp -r "$src"/. "$tests/"
 make_args=(CUDA_HOME="$cuda_home" NCCL_HOME="$home" NVCC_GENCODE="$gencode" BUILDDIR="$tests/build"
            CUDA_LIB="$home/lib -L$cuda_home/lib64")
 # Likewise "nccl.h" must be ours, not one in CUDA's include directory.
-used=$(echo '#include "nccl.h"' | "$cuda_home/bin/nvcc" -I"$home/include" -E -x cu - 2>/dev/null |
-       grep -m1 -o '"[^"]*nccl\.h"' | tr -d '"')
+echo '#include "nccl.h"' >"$out/probe.cu"
+"$cuda_home/bin/nvcc" -I"$home/include" -E "$out/probe.cu" -o "$out/probe.i"
+used=$(grep -m1 -o '"[^"]*nccl\.h"' "$out/probe.i" | tr -d '"')
 [ "$used" = "$home/include/nccl.h" ] || { echo "check-nccl-abi: nvcc picks $used, not weft's nccl.h"; exit 1; }
 if [ "$mpi" = 1 ]; then
   mpi_home=${MPI_HOME:-/usr/lib/x86_64-linux-gnu/openmpi}
@@ -75,7 +76,7 @@ if ! make -C "$tests/src" -j"$jobs" "${make_args[@]}" >"$out/nccl-tests-build.lo
 fi
 bins=$(ls "$tests"/build/*_perf)
 for b in $bins; do
-  LD_LIBRARY_PATH="$home/lib" ldd "$b" | grep -q "libnccl.so.2 => $home/lib/libnccl.so.2" || \
+  LD_LIBRARY_PATH="$home/lib" ldd "$b" | grep "libnccl.so.2 => $home/lib/libnccl.so.2" >/dev/null || \
     { echo "check-nccl-abi: $b does not resolve libnccl.so.2 to weft's"; exit 1; }
   # Every NCCL symbol the binary needs must be exported by weft's library.
   missing=$(comm -23 <(nm -D --undefined-only "$b" | awk '{print $2}' | grep -E '^p?nccl' | sed 's/@.*//' | sort -u) \
