@@ -254,6 +254,39 @@ TEST_F(SocketTransportTest, OrderlyTeardownReportsNothing) {
   EXPECT_EQ(ranks_[0].errorCount() + ranks_[1].errorCount(), 0u);
 }
 
+// A collective is complete on the sending rank once its last slot is
+// posted, so the communicator may be destroyed before the proxy sent it:
+// the posted slots still arrive, followed by an orderly end.
+TEST_F(SocketTransportTest, SlotsPostedRightBeforeTeardownStillArrive) {
+  for (const char* nsocks : {"1", "2"}) {
+    setenv("WEFT_SOCKET_NSOCKS", nsocks, 1);
+    join({256 * 1024, 4});
+    connect();
+    FifoEnd out = sendConn_->fifo(), in = recvConn_->fifo();
+    const uint64_t sizes[] = {8, 200 * 1024, 4};  // small, split across sockets, small
+    for (uint64_t i = 0; i < 3; ++i) {
+      void* slot = waitSlot(&ranks_[0].bell, out, Deadline::after(2000), [&] { return out.tryAcquire(); });
+      ASSERT_NE(slot, nullptr);
+      memset(slot, static_cast<int>(0x40 + i), sizes[i]);
+      out.post(sizes[i]);
+    }
+    sendConn_.reset();
+    for (uint64_t i = 0; i < 3; ++i) {
+      uint64_t n = 0;
+      const void* slot = waitSlot(&ranks_[1].bell, in, Deadline::after(3000), [&] { return in.tryPeek(&n); });
+      ASSERT_NE(slot, nullptr) << "slot " << i << " lost (" << nsocks << " sockets)";
+      ASSERT_EQ(n, sizes[i]);
+      EXPECT_EQ(static_cast<const uint8_t*>(slot)[n - 1], 0x40 + i);
+      in.release();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    EXPECT_FALSE(in.failed());
+    EXPECT_EQ(ranks_[0].errorCount() + ranks_[1].errorCount(), 0u);
+    TearDown();
+  }
+  unsetenv("WEFT_SOCKET_NSOCKS");
+}
+
 TEST_F(SocketTransportTest, StraySocketsAreRejected) {
   join({64 * 1024, 4});
   auto transport = makeSocketTransport();

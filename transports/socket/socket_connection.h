@@ -16,12 +16,15 @@
 // messages slow.
 #pragma once
 
+#include <sched.h>
+
 #include <atomic>
 #include <functional>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "src/util/clock.h"
 #include "transports/socket/socket_wire.h"
 #include "transports/transport.h"
 
@@ -98,6 +101,11 @@ class SocketConnection final : public Connection {
   };
 
   void sendLoop();
+  // Writes what the sockets take of slots [0, posted) and frees the slots
+  // every socket is past; *fullFds gets the sockets whose buffer is full.
+  bool pumpAllSockets(uint32_t posted, std::vector<int>* fullFds, bool* failed);
+  // On destruction: sends the slots already posted while the peer takes them.
+  void drainOnDestroy();
   void recvLoop();
   bool acceptAll();
   // Writes as much of socket i's pending parts as the kernel takes.
@@ -139,11 +147,20 @@ class SocketConnection final : public Connection {
 // How long a sleeping proxy waits before re-checking its halt flags.
 inline constexpr int64_t kProxySleepSliceNs = 10 * 1000 * 1000;
 
+// Spin, then yield the core for WEFT_YIELD_US, then sleep: as the executor
+// waits. Ranks outnumber cores here, and a yielding proxy hands its core to
+// the thread it waits for instead of paying a futex wake-up per slot.
 template <class Pred>
 inline bool SocketConnection::waitUntil(Pred pred) {
   for (int i = spinCount(); i > 0; --i) {
     if (pred()) return true;
     cpuRelax();
+  }
+  const int64_t yieldUntil = nowNs() + yieldWindowNs();
+  while (nowNs() < yieldUntil) {
+    if (pred()) return true;
+    if (halted()) return false;
+    sched_yield();
   }
   for (;;) {
     uint32_t seen = bell_.seq.load(std::memory_order_acquire);

@@ -2,6 +2,7 @@
 // slots of the staging FIFO and posts each slot, in order, once all of its
 // bytes are there.
 #include <poll.h>
+#include <sched.h>
 #include <sys/socket.h>
 
 #include <cerrno>
@@ -119,6 +120,10 @@ void SocketConnection::recvLoop() {
   FifoHeader* hdr = proxyEnd_.hdr;
   std::vector<int> readFds;
   readFds.reserve(p_.nSockets);
+  // While a reply is likely soon, look again after yielding the core rather
+  // than sleeping in poll(): the peer's data then costs no wake-up.
+  const int64_t yieldNs = yieldWindowNs();
+  int64_t idleSince = -1;
   while (!halted()) {
     bool moved = false, failed = false, slotWait = false;
     uint32_t open = 0;
@@ -143,7 +148,15 @@ void SocketConnection::recvLoop() {
       moved = true;
     }
     if (open == 0) return;  // every socket ended in order
-    if (moved) continue;
+    if (moved) {
+      idleSince = -1;
+      continue;
+    }
+    if (idleSince < 0) idleSince = nowNs();
+    if (!readFds.empty() && !slotWait && nowNs() - idleSince < yieldNs) {
+      sched_yield();
+      continue;
+    }
     if (readFds.empty()) {
       const uint32_t consumed = hdr->consumed.load(std::memory_order_acquire);
       waitUntil([&] { return hdr->consumed.load(std::memory_order_acquire) != consumed; });

@@ -18,6 +18,9 @@ using namespace socket_wire;
 // looks again at the FIFO and the stop flags. poll() returns as soon as the
 // socket drains, so this bounds only how stale those checks get.
 static constexpr int kFullSocketPollMs = 1;
+// How long a connection being destroyed waits for a full socket to take more
+// of the last posted slots before it gives up on them.
+static constexpr int kDrainStallMs = 100;
 
 bool SocketConnection::pumpSend(uint32_t i, uint32_t posted, bool* failed) {
   FifoHeader* hdr = proxyEnd_.hdr;
@@ -76,24 +79,46 @@ bool SocketConnection::pumpSend(uint32_t i, uint32_t posted, bool* failed) {
   return moved;
 }
 
+bool SocketConnection::pumpAllSockets(uint32_t posted, std::vector<int>* fullFds, bool* failed) {
+  bool moved = false;
+  fullFds->clear();
+  for (uint32_t i = 0; i < p_.nSockets; ++i) {
+    moved |= pumpSend(i, posted, failed);
+    if (*failed) return moved;
+    if (sendCursors_[i].blocked) fullFds->push_back(sockets_[i].fd());
+  }
+  // A slot is free again once every socket is past it.
+  uint32_t all = posted;
+  for (const SendCursor& c : sendCursors_)
+    if (static_cast<int32_t>(c.seq - all) < 0) all = c.seq;
+  for (; completed_ != all; ++completed_, moved = true) proxyEnd_.release();
+  return moved;
+}
+
+void SocketConnection::drainOnDestroy() {
+  const uint32_t posted = proxyEnd_.hdr->posted.load(std::memory_order_acquire);
+  std::vector<int> fullFds;
+  for (;;) {
+    bool failed = false;
+    bool moved = pumpAllSockets(posted, &fullFds, &failed);
+    if (failed || fullFds.empty()) return;  // failed, or all of it is in the kernel
+    if (moved) continue;
+    // A receiver that takes nothing for this long is not draining.
+    pollfd pfds[kMaxSockets];
+    for (size_t i = 0; i < fullFds.size(); ++i) pfds[i] = pollfd{fullFds[i], POLLOUT, 0};
+    if (::poll(pfds, fullFds.size(), kDrainStallMs) <= 0) return;
+  }
+}
+
 void SocketConnection::sendLoop() {
   FifoHeader* hdr = proxyEnd_.hdr;
   std::vector<int> fullFds;
   fullFds.reserve(p_.nSockets);
   while (!halted()) {
     const uint32_t posted = hdr->posted.load(std::memory_order_acquire);
-    bool moved = false, failed = false;
-    fullFds.clear();
-    for (uint32_t i = 0; i < p_.nSockets; ++i) {
-      moved |= pumpSend(i, posted, &failed);
-      if (failed) return;
-      if (sendCursors_[i].blocked) fullFds.push_back(sockets_[i].fd());
-    }
-    // A slot is free again once every socket is past it.
-    uint32_t all = posted;
-    for (const SendCursor& c : sendCursors_)
-      if (static_cast<int32_t>(c.seq - all) < 0) all = c.seq;
-    for (; completed_ != all; ++completed_, moved = true) proxyEnd_.release();
+    bool failed = false;
+    bool moved = pumpAllSockets(posted, &fullFds, &failed);
+    if (failed) return;
     if (moved) continue;
     if (!fullFds.empty()) {
       pollSockets(POLLOUT, fullFds, kFullSocketPollMs);
@@ -101,8 +126,12 @@ void SocketConnection::sendLoop() {
     }
     waitUntil([&] { return hdr->posted.load(std::memory_order_acquire) != posted; });
   }
-  // Stopped. When everything posted went out whole, tell the receiver this
-  // is an orderly end; otherwise it sees the cut and reports it.
+  // Stopped. A collective completes once its last slot is posted, so a
+  // communicator can be destroyed while that slot is still here: send what
+  // was posted as long as the receiver keeps taking it.
+  if (destroying_.load() && !failed_.load() && !(p_.abortFlag && p_.abortFlag->load())) drainOnDestroy();
+  // When everything posted went out whole, tell the receiver this is an
+  // orderly end; otherwise it sees the cut and reports it.
   bool drained = !failed_.load() && completed_ == hdr->posted.load(std::memory_order_acquire);
   for (const SendCursor& c : sendCursors_) drained = drained && c.sent == 0;
   if (destroying_.load() && drained) {
