@@ -74,7 +74,7 @@ void runDevicePlan(weftComm* comm, const plan::Plan& p, const std::shared_ptr<co
 
 const void* deviceStageCopy(weftComm* comm, const void* src, size_t bytes, weftStream_t stream) {
   DeviceState& st = stateOf(comm, src);
-  void* dst = st.stage(bytes);
+  void* dst = st.stage(bytes, static_cast<cudaStream_t>(stream));
   WEFT_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, static_cast<cudaStream_t>(stream)));
   return dst;
 }

@@ -69,8 +69,8 @@ DeviceState::~DeviceState() {
     (void)cudaEventDestroy(ev);
   }
   for (auto& [plan, u] : plans_) (void)cudaFree(u.blob);
-  if (scratch_) (void)cudaFree(scratch_);
-  if (stage_) (void)cudaFree(stage_);
+  if (scratch_) (void)cudaFreeAsync(scratch_, nullptr);
+  if (stage_) (void)cudaFreeAsync(stage_, nullptr);
   if (statusHost_) (void)cudaFreeHost(statusHost_);
   (void)cudaGetLastError();
 }
@@ -194,8 +194,10 @@ void DeviceState::run(const plan::Plan& p, const std::shared_ptr<const plan::Pla
     memcpy(host.data() + chBytes + stBytes, img.fifos.data(), fiBytes);
     void* blob = nullptr;
     if (keep) {
+      // No device-wide synchronisation here (see scratch below): the copy is
+      // ordered on the caller's stream, before the kernel that reads it.
       WEFT_CUDA_CHECK(cudaMalloc(&blob, host.size()));
-      WEFT_CUDA_CHECK(cudaMemcpy(blob, host.data(), host.size(), cudaMemcpyHostToDevice));
+      WEFT_CUDA_CHECK(cudaMemcpyAsync(blob, host.data(), host.size(), cudaMemcpyHostToDevice, stream));
     } else {
       // An uncached plan (grouped point-to-point) lives as long as its
       // launch, in stream order.
@@ -217,9 +219,11 @@ void DeviceState::run(const plan::Plan& p, const std::shared_ptr<const plan::Pla
 
   const size_t scratchBytes = p.scratchElems * p.elemSize;
   if (scratchBytes > scratchBytes_) {
-    if (scratch_) WEFT_CUDA_CHECK(cudaFree(scratch_));  // implicitly waits for kernels using it
+    // Stream-ordered: cudaFree would wait for the whole device, where a
+    // peer rank's kernel may be spinning until this rank's kernel runs.
+    if (scratch_) WEFT_CUDA_CHECK(cudaFreeAsync(scratch_, stream));
     scratch_ = nullptr;
-    WEFT_CUDA_CHECK(cudaMalloc(&scratch_, scratchBytes));
+    WEFT_CUDA_CHECK(cudaMallocAsync(&scratch_, scratchBytes, stream));
     scratchBytes_ = scratchBytes;
   }
 
@@ -257,11 +261,11 @@ void DeviceState::afterLaunch(cudaStream_t stream, ErrorSink onError) {
   WEFT_CUDA_CHECK(cudaEventRecord(ev, stream));
 }
 
-void* DeviceState::stage(size_t bytes) {
+void* DeviceState::stage(size_t bytes, cudaStream_t stream) {
   if (bytes > stageBytes_) {
-    if (stage_) WEFT_CUDA_CHECK(cudaFree(stage_));
+    if (stage_) WEFT_CUDA_CHECK(cudaFreeAsync(stage_, stream));
     stage_ = nullptr;
-    WEFT_CUDA_CHECK(cudaMalloc(&stage_, bytes));
+    WEFT_CUDA_CHECK(cudaMallocAsync(&stage_, bytes, stream));
     stageBytes_ = bytes;
   }
   return stage_;

@@ -42,7 +42,7 @@ class DeviceState {
 
   // A device buffer of at least `bytes`, kept for later calls (in-place
   // AllToAll stages its send buffer here).
-  void* stage(size_t bytes);
+  void* stage(size_t bytes, cudaStream_t stream);
 
  private:
   struct Uploaded {
