@@ -59,6 +59,7 @@ DeviceState::DeviceState(int device, const std::atomic<bool>* abortFlag, int ran
   statusDev_ = static_cast<DevStatus*>(d);
   static_assert(sizeof(std::atomic<bool>) == 1, "the kernel reads the abort flag as one byte");
   abortMapping_ = HostMapping(abortFlag, sizeof(*abortFlag));
+  WEFT_CUDA_CHECK(cudaStreamCreateWithFlags(&setupStream_, cudaStreamNonBlocking));
   abortDev_ = static_cast<const volatile uint8_t*>(abortMapping_.device(abortFlag));
 }
 
@@ -72,6 +73,7 @@ DeviceState::~DeviceState() {
   if (scratch_) (void)cudaFreeAsync(scratch_, nullptr);
   if (stage_) (void)cudaFreeAsync(stage_, nullptr);
   if (statusHost_) (void)cudaFreeHost(statusHost_);
+  if (setupStream_) (void)cudaStreamDestroy(setupStream_);
   (void)cudaGetLastError();
 }
 
@@ -88,7 +90,10 @@ DevFifo DeviceState::fifoView(const FifoEnd& e) {
   if (onDevice) {
     // p2p: the FIFO lives in (possibly another) GPU's memory, already
     // addressable; its geometry is read back once.
-    WEFT_CUDA_CHECK(cudaMemcpy(&h, e.hdr, sizeof(h), cudaMemcpyDefault));
+    // On a private non-blocking stream: a plain cudaMemcpy would queue on the
+    // legacy stream and wait for kernels of peers that wait for this rank.
+    WEFT_CUDA_CHECK(cudaMemcpyAsync(&h, e.hdr, sizeof(h), cudaMemcpyDefault, setupStream_));
+    WEFT_CUDA_CHECK(cudaStreamSynchronize(setupStream_));
     hdrDev = reinterpret_cast<char*>(e.hdr);
     dataDev = e.data;
   } else {

@@ -64,6 +64,7 @@ class DeviceState {
 
   int device_;
   int rank_;
+  cudaStream_t setupStream_ = nullptr;  // for reads that must not queue behind other work
   DevStatus* statusHost_ = nullptr;
   DevStatus* statusDev_ = nullptr;
   HostMapping abortMapping_;
