@@ -21,11 +21,19 @@ from launch import free_port  # noqa: E402
 STEPS = 6
 
 
+def make_model():
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Linear(16, 32), nn.Tanh(), nn.Linear(32, 32), nn.Tanh(), nn.Linear(32, 4))
+
+
+def flat_params(model):
+    return torch.cat([p.detach().reshape(-1) for p in model.parameters()])
+
+
 def train(rank, world, backend, port, out_dir):
     import weft_torch  # noqa: F401
     dist.init_process_group(backend, init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
-    torch.manual_seed(0)
-    model = nn.Sequential(nn.Linear(16, 32), nn.Tanh(), nn.Linear(32, 32), nn.Tanh(), nn.Linear(32, 4))
+    model = make_model()
     # A tiny bucket size splits the gradients into several buckets, so
     # several all-reduces are in flight per step.
     ddp = DDP(model, bucket_cap_mb=0.002)
@@ -37,8 +45,7 @@ def train(rank, world, backend, port, out_dir):
         opt.zero_grad()
         nn.functional.mse_loss(ddp(x), y).backward()
         opt.step()
-    flat = torch.cat([p.detach().reshape(-1) for p in model.parameters()])
-    torch.save(flat, os.path.join(out_dir, f"{backend}-{rank}.pt"))
+    torch.save(flat_params(model), os.path.join(out_dir, f"{backend}-{rank}.pt"))
     dist.destroy_process_group()
 
 
@@ -51,9 +58,7 @@ def main():
         load = lambda b, r: torch.load(os.path.join(out_dir, f"{b}-{r}.pt"))
         ref = load("gloo", 0)
         got = load("weft", 0)
-        start = torch.manual_seed(0) and torch.cat([p.detach().reshape(-1) for p in nn.Sequential(
-            nn.Linear(16, 32), nn.Tanh(), nn.Linear(32, 32), nn.Tanh(), nn.Linear(32, 4)).parameters()])
-        assert not torch.allclose(ref, start), "training did not move the parameters"
+        assert not torch.allclose(ref, flat_params(make_model())), "training did not move the parameters"
         diff = (got - ref).abs().max().item()
         assert torch.allclose(got, ref, rtol=1e-5, atol=1e-6), f"weft and gloo differ by up to {diff}"
         for r in range(1, world):
