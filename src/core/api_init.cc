@@ -7,6 +7,7 @@
 #include "src/core/api_guard.h"
 #include "src/core/comm.h"
 #include "src/core/host_stream.h"
+#include "src/cuda/device_route.h"
 #include "src/util/clock.h"
 #include "src/util/env.h"
 
@@ -94,7 +95,13 @@ WEFT_API weftResult_t weftCommInitAll(weftComm_t* comms, int ndev, const int* de
     std::vector<std::thread> threads;
     for (int r = 0; r < ndev; r++)
       threads.emplace_back([&, r] {
-        results[r] = weftCommInitRank(&comms[r], ndev, id, r);
+        // Like NCCL: rank r runs on devlist[r] (the thread's current device
+        // is what the communicator records and p2p uses).
+        if (devlist) results[r] = guarded([&] {
+          cuda::useDevice(devlist[r]);
+          return weftSuccess;
+        });
+        if (results[r] == weftSuccess) results[r] = weftCommInitRank(&comms[r], ndev, id, r);
         if (results[r] == weftSuccess && devlist) comms[r]->cudaDev = devlist[r];
       });
     for (auto& t : threads) t.join();

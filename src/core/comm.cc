@@ -12,11 +12,12 @@
 #include "src/core/connections.h"
 #include "src/core/host_identity.h"
 #include "src/core/plan_cache.h"
+#include "src/core/tune_file.h"
+#include "src/cuda/device_route.h"
 #include "src/topology/comm_topo.h"
 #include "src/topology/cost_inputs.h"
 #include "src/topology/local_system.h"
 #include "src/topology/topo_file.h"
-#include "src/core/tune_file.h"
 #include "transports/ib/ib_transport.h"
 #include "src/util/env.h"
 #include "src/util/error.h"
@@ -204,6 +205,7 @@ weftComm* createComm(const weftUniqueId& id, int nranks, int rank, const weftCon
   comm->timeoutMs = chooseTimeout(config);
   comm->geometry = chooseGeometry();
   comm->nChannels = chooseChannels(config);
+  comm->cudaDev = cuda::currentDevice();  // -1 without CUDA or a GPU
   comm->netName = config && config->netName ? config->netName : envString("WEFT_NET").value_or("");
   if (!comm->netName.empty() && strcasecmp(comm->netName.c_str(), "Socket") && strcasecmp(comm->netName.c_str(), "IB"))
     raise(weftInvalidArgument, "network '%s' (config.netName / WEFT_NET) is unknown: use Socket or IB",
@@ -223,6 +225,7 @@ weftComm* createComm(const weftUniqueId& id, int nranks, int rank, const weftCon
   snprintf(self.bellShmName, sizeof(self.bellShmName), "%s", comm->bellSegment.name().c_str());
   snprintf(self.hostname, sizeof(self.hostname), "%s", hostName().c_str());
   self.ibUsable = ibUnusableReason().empty() ? 1 : 0;
+  self.cudaDev = comm->cudaDev;
   comm->peers.resize(nranks);
   comm->peers[rank] = self;
   comm->bootstrap->allGather(comm->peers.data(), sizeof(PeerInfo));

@@ -7,6 +7,7 @@
 #include "src/core/comm.h"
 #include "src/topology/route.h"
 #include "transports/ib/ib_transport.h"
+#include "transports/p2p/p2p_transport.h"
 #include "src/util/env.h"
 #include "src/util/error.h"
 #include "src/util/log.h"
@@ -28,6 +29,7 @@ Connections::Connections(weftComm* comm) : comm_(comm) {
   shm_ = makeShmTransport();
   socket_ = makeSocketTransport();
   ib_ = makeIbTransport();
+  p2p_ = makeP2pTransport();
 }
 
 Connections::~Connections() = default;
@@ -66,32 +68,43 @@ Transport* Connections::choose(int peer, std::string* why) {
   return socket_.get();
 }
 
+bool Connections::deviceP2p(int peer, std::string* why) const {
+  return !envBool("WEFT_P2P_DISABLE", false) && p2p_->canConnect(ctx_, peer, why);
+}
+
 void Connections::connectEdges(std::vector<Edge> edges) {
   std::sort(edges.begin(), edges.end());
   for (const Edge& e : edges) {
     const bool sending = e.sender == comm_->rank;
     const int peer = sending ? e.receiver : e.sender;
     auto& table = sending ? sends_ : recvs_;
-    if (table.count({peer, e.conn})) continue;
+    if (table.count({peer, e.conn, e.device})) continue;
     std::string why;
-    Transport* t = choose(peer, &why);
-    const uint64_t tag = kTagConnect | (uint64_t(e.conn) << 44) | (uint64_t(e.sender) << 22) | uint64_t(e.receiver);
+    Transport* t = e.device ? p2p_.get() : choose(peer, &why);
+    if (e.device) deviceP2p(peer, &why);
+    const uint64_t tag = kTagConnect | (uint64_t(e.device) << 52) | (uint64_t(e.conn) << 44) |
+                         (uint64_t(e.sender) << 22) | uint64_t(e.receiver);
     std::unique_ptr<Connection> c = sending ? t->connectSend(ctx_, peer, tag) : t->connectRecv(ctx_, peer, tag);
-    WEFT_INFO(kInit, "conn %d : %d -> %d via %s: %s", e.conn, e.sender, e.receiver, c->describe().c_str(),
-              why.c_str());
-    table[{peer, e.conn}] = std::move(c);
+    WEFT_INFO(kInit, "conn %d%s : %d -> %d via %s: %s", e.conn, e.device ? " (device)" : "", e.sender, e.receiver,
+              c->describe().c_str(), why.c_str());
+    table[{peer, e.conn, e.device}] = std::move(c);
   }
 }
 
-void Connections::ensure(const plan::Plan& p) {
+void Connections::ensure(const plan::Plan& p, bool device) {
   std::set<Edge> need;
   const int me = comm_->rank;
+  std::string why;
   for (const auto& ch : p.channels)
     for (const auto& st : ch.steps) {
-      for (int i = 0; i < st.nSend; i++)
-        if (!sends_.count({st.sendPeer[i], st.conn})) need.insert({me, st.sendPeer[i], st.conn});
-      for (int i = 0; i < st.nRecv; i++)
-        if (!recvs_.count({st.recvPeer[i], st.conn})) need.insert({st.recvPeer[i], me, st.conn});
+      for (int i = 0; i < st.nSend; i++) {
+        bool dev = device && deviceP2p(st.sendPeer[i], &why);
+        if (!sends_.count({st.sendPeer[i], st.conn, dev})) need.insert({me, st.sendPeer[i], st.conn, dev});
+      }
+      for (int i = 0; i < st.nRecv; i++) {
+        bool dev = device && deviceP2p(st.recvPeer[i], &why);
+        if (!recvs_.count({st.recvPeer[i], st.conn, dev})) need.insert({st.recvPeer[i], me, st.conn, dev});
+      }
     }
   if (!need.empty()) connectEdges({need.begin(), need.end()});
 }
@@ -109,16 +122,26 @@ void Connections::ensureRing(const std::vector<int>& order, int nChannels) {
   connectEdges(edges);
 }
 
-FifoEnd Connections::send(int peer, int conn) const {
-  auto it = sends_.find({peer, conn});
-  if (it == sends_.end()) raise(weftInternalError, "no connection to rank %d (conn %d)", peer, conn);
-  return it->second->fifo();
+// Device traffic uses the peer's p2p connection when one exists, else the
+// host connection.
+const Connection* Connections::find(const std::map<Key, std::unique_ptr<Connection>>& table, int peer, int conn,
+                                    bool device) const {
+  if (device)
+    if (auto it = table.find({peer, conn, true}); it != table.end()) return it->second.get();
+  auto it = table.find({peer, conn, false});
+  return it == table.end() ? nullptr : it->second.get();
 }
 
-FifoEnd Connections::recv(int peer, int conn) const {
-  auto it = recvs_.find({peer, conn});
-  if (it == recvs_.end()) raise(weftInternalError, "no connection from rank %d (conn %d)", peer, conn);
-  return it->second->fifo();
+FifoEnd Connections::send(int peer, int conn, bool device) const {
+  const Connection* c = find(sends_, peer, conn, device);
+  if (!c) raise(weftInternalError, "no connection to rank %d (conn %d)", peer, conn);
+  return c->fifo();
+}
+
+FifoEnd Connections::recv(int peer, int conn, bool device) const {
+  const Connection* c = find(recvs_, peer, conn, device);
+  if (!c) raise(weftInternalError, "no connection from rank %d (conn %d)", peer, conn);
+  return c->fifo();
 }
 
 }  // namespace weft

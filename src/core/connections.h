@@ -4,6 +4,8 @@
 
 #include <map>
 #include <memory>
+#include <string>
+#include <tuple>
 #include <mutex>
 #include <utility>
 
@@ -23,30 +25,41 @@ class Connections {
   // an edge must call this for plans that use it; edges are handled in one
   // global order (sender, receiver, conn) so that no two ranks wait on each
   // other in a cycle.
-  void ensure(const plan::Plan& plan);
+  // `device`: the plan runs on device buffers; edges between GPUs that can
+  // reach each other then get p2p FIFOs in GPU memory of their own, the
+  // others share the host FIFOs (the device executor reaches those through
+  // mapped pinned memory).
+  void ensure(const plan::Plan& plan, bool device = false);
   // Connects rank -> next and prev -> rank on connection indices
   // 0..nChannels-1 of a ring.
   void ensureRing(const std::vector<int>& order, int nChannels);
 
-  FifoEnd send(int peer, int conn) const;
-  FifoEnd recv(int peer, int conn) const;
+  FifoEnd send(int peer, int conn, bool device = false) const;
+  FifoEnd recv(int peer, int conn, bool device = false) const;
 
  private:
   struct Edge {
     int sender, receiver, conn;
+    bool device = false;
     auto operator<=>(const Edge&) const = default;
   };
+  using Key = std::tuple<int, int, bool>;  // (peer, conn, device)
   void connectEdges(std::vector<Edge> edges);
   Transport* choose(int peer, std::string* why);
+  // Whether device-buffer traffic with `peer` goes over p2p (GPU memory).
+  bool deviceP2p(int peer, std::string* why) const;
+  const Connection* find(const std::map<Key, std::unique_ptr<Connection>>& table, int peer, int conn,
+                         bool device) const;
 
   weftComm* comm_;
   ConnectContext ctx_;
   std::unique_ptr<Transport> shm_;
   std::unique_ptr<Transport> socket_;
   std::unique_ptr<Transport> ib_;
+  std::unique_ptr<Transport> p2p_;
   bool warnedFallback_ = false;
-  std::map<std::pair<int, int>, std::unique_ptr<Connection>> sends_;  // (peer, conn)
-  std::map<std::pair<int, int>, std::unique_ptr<Connection>> recvs_;
+  std::map<Key, std::unique_ptr<Connection>> sends_;
+  std::map<Key, std::unique_ptr<Connection>> recvs_;
 };
 
 }  // namespace weft

@@ -63,13 +63,30 @@ void runDevicePlan(weftComm* comm, const plan::Plan& p, const std::shared_ptr<co
   const void* any = firstPointer(bindings);
   if (!any) return;  // nothing to move (all counts zero)
   DeviceState& st = stateOf(comm, any);
-  comm->connections->ensure(p);
+  comm->connections->ensure(p, /*device=*/true);
   FifoLookup fifos;
   Connections* conns = comm->connections.get();
-  fifos.send = [conns](int peer, int conn) { return conns->send(peer, conn); };
-  fifos.recv = [conns](int peer, int conn) { return conns->recv(peer, conn); };
+  fifos.send = [conns](int peer, int conn) { return conns->send(peer, conn, true); };
+  fifos.recv = [conns](int peer, int conn) { return conns->recv(peer, conn, true); };
   ErrorSink sink = [comm](weftResult_t code, const std::string& why) { comm->setAsyncError(code, why); };
   st.run(p, keep, bindings, op, fifos, comm->timeoutMs, static_cast<cudaStream_t>(stream), std::move(sink));
+}
+
+int currentDevice() {
+  if (!gpuAvailable()) return -1;
+  int d = -1;
+  if (cudaGetDevice(&d) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return -1;
+  }
+  return d;
+}
+
+void useDevice(int device) {
+  // Without a GPU the number only labels the rank (weftCommCuDevice), as in
+  // a host-only build.
+  if (device < 0 || !gpuAvailable()) return;
+  WEFT_CUDA_CHECK(cudaSetDevice(device));
 }
 
 const void* deviceStageCopy(weftComm* comm, const void* src, size_t bytes, weftStream_t stream) {
@@ -80,6 +97,12 @@ const void* deviceStageCopy(weftComm* comm, const void* src, size_t bytes, weftS
 }
 
 #else  // !WEFT_HAVE_CUDA
+
+int currentDevice() { return -1; }
+
+// Host-only builds accept a devlist for NCCL compatibility: it only labels
+// the ranks (weftCommCuDevice), nothing runs on a GPU.
+void useDevice(int) {}
 
 weftResult_t checkCallBuffers(const char*, const void*, const void*, weftStream_t stream, bool* device) {
   *device = false;

@@ -30,6 +30,13 @@ void runDevicePlan(weftComm* comm, const plan::Plan& p, const std::shared_ptr<co
 
 // A device copy of `bytes` of `src` (in-place AllToAll sends from it),
 // ordered on `stream`. Throws weft::Error.
+// The CUDA device this thread uses, or -1 without CUDA or a GPU.
+int currentDevice();
+// Makes `device` this thread's CUDA device (weftCommInitAll's devlist).
+// Without a GPU (or CUDA) the number only labels the rank
+// (weftCommCuDevice) and nothing changes.
+void useDevice(int device);
+
 const void* deviceStageCopy(weftComm* comm, const void* src, size_t bytes, weftStream_t stream);
 
 }  // namespace weft::cuda
