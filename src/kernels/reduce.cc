@@ -161,40 +161,4 @@ void transform(void* dst, const void* src, size_t count, const RedOp& op, unsign
   }
 }
 
-// Elements per block of the two-output loops: three 8 KB streams (two
-// inputs, the first output) stay in a 32 KB L1 while the copy reads back.
-static size_t twoOutputBlockElems(size_t elemBytes) { return (8 << 10) / elemBytes; }
-
-void reduceTwoOutputs(void* dst0, void* dst1, const void* a, const void* b, size_t count, const RedOp& op,
-                      unsigned apply) {
-  if (dst1 == nullptr || dst1 == dst0) return reduce(dst0, a, b, count, op, apply);
-  checkType(op);
-  const size_t elem = typeSize(op.type), block = twoOutputBlockElems(elem);
-  char* o0 = static_cast<char*>(dst0);
-  char* o1 = static_cast<char*>(dst1);
-  const char* ia = static_cast<const char*>(a);
-  const char* ib = static_cast<const char*>(b);
-  for (size_t done = 0; done < count; done += block) {
-    const size_t n = count - done < block ? count - done : block;
-    const size_t off = done * elem;
-    reduce(o0 + off, ia + off, ib + off, n, op, apply);
-    std::memcpy(o1 + off, o0 + off, n * elem);
-  }
-}
-
-void transformTwoOutputs(void* dst0, void* dst1, const void* src, size_t count, const RedOp& op, unsigned apply) {
-  if (dst1 == nullptr || dst1 == dst0) return transform(dst0, src, count, op, apply);
-  checkType(op);
-  const size_t elem = typeSize(op.type), block = twoOutputBlockElems(elem);
-  char* o0 = static_cast<char*>(dst0);
-  char* o1 = static_cast<char*>(dst1);
-  const char* in = static_cast<const char*>(src);
-  for (size_t done = 0; done < count; done += block) {
-    const size_t n = count - done < block ? count - done : block;
-    const size_t off = done * elem;
-    transform(o0 + off, in + off, n, op, apply);
-    std::memcpy(o1 + off, o0 + off, n * elem);
-  }
-}
-
 }  // namespace weft::kernels

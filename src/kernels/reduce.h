@@ -49,17 +49,6 @@ void reduce(void* dst, const void* a, const void* b, size_t count, const RedOp& 
 // makes pre/post identities).
 void transform(void* dst, const void* src, size_t count, const RedOp& op, unsigned apply);
 
-// Two outputs from one pass over the inputs: dst0 gets the result and dst1 a
-// copy of it (the fused ring step writes the outgoing slot and the user's
-// buffer). Works in blocks small enough for L1, so the copy reads the result
-// back from cache, not memory: one memory read stream fewer than reduce()
-// followed by memcpy(). dst1 may be a or b exactly (in place) but must not
-// overlap them partially, nor overlap dst0 (dst1 == dst0 is a plain reduce).
-void reduceTwoOutputs(void* dst0, void* dst1, const void* a, const void* b, size_t count, const RedOp& op,
-                      unsigned apply);
-// The same for transform(): dst0 = dst1 = post(pre(src)).
-void transformTwoOutputs(void* dst0, void* dst1, const void* src, size_t count, const RedOp& op, unsigned apply);
-
 // Name of the SIMD level picked at run time ("avx2", "sse2", ...), for logs.
 const char* simdLevel();
 

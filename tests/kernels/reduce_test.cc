@@ -262,44 +262,6 @@ TEST(KernelReduce, LargeOddCounts) {
   }
 }
 
-// The two-output forms give both outputs exactly the bits reduce() and
-// transform() give, for counts around the internal block size, and with the
-// second output being one of the inputs (the in-place ring step).
-TEST(KernelReduce, TwoOutputsMatchOneOutputBitForBit) {
-  std::mt19937_64 rng(7);
-  const struct {
-    weftDataType_t type;
-    OpKind kind;
-    unsigned apply;
-  } cases[] = {{weftFloat32, OpKind::Sum, 0}, {weftFloat64, OpKind::Avg, kApplyPost},
-               {weftBfloat16, OpKind::PreMulSum, kApplyPre | kApplyPost}, {weftInt8, OpKind::Max, 0},
-               {weftUint64, OpKind::Prod, 0}};
-  for (const auto& c : cases) {
-    const size_t elem = typeSize(c.type);
-    for (size_t count : {size_t(1), (8192 / elem) - 1, 8192 / elem, (8192 / elem) * 3 + 5, size_t(100003)}) {
-      SCOPED_TRACE(std::string(typeName(c.type)) + " count " + std::to_string(count));
-      const RedOp op = makeOp(rng, c.type, c.kind);
-      const auto a = randomBuffer(rng, c.type, count, false), b = randomBuffer(rng, c.type, count, false);
-      std::vector<unsigned char> want(count * elem), out0(count * elem), out1(count * elem, 0xAB);
-      reduce(want.data(), a.data(), b.data(), count, op, c.apply);
-      reduceTwoOutputs(out0.data(), out1.data(), a.data(), b.data(), count, op, c.apply);
-      EXPECT_EQ(out0, want);
-      EXPECT_EQ(out1, want);
-      // In place: the second output is the local input itself.
-      std::vector<unsigned char> inPlace(b.begin(), b.begin() + static_cast<long>(count * elem));
-      reduceTwoOutputs(out0.data(), inPlace.data(), a.data(), inPlace.data(), count, op, c.apply);
-      EXPECT_EQ(inPlace, want);
-      EXPECT_EQ(out0, want);
-
-      std::vector<unsigned char> wantT(count * elem), t0(count * elem), t1(count * elem, 0xCD);
-      transform(wantT.data(), a.data(), count, op, c.apply);
-      transformTwoOutputs(t0.data(), t1.data(), a.data(), count, op, c.apply);
-      EXPECT_EQ(t0, wantT);
-      EXPECT_EQ(t1, wantT);
-    }
-  }
-}
-
 TEST(KernelReduce, IntegerAvgTruncatesTheWrappedSumTowardZero) {
   RedOp op;
   op.kind = OpKind::Avg;

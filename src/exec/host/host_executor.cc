@@ -201,9 +201,6 @@ class Runner {
     const unsigned post = (st.flags & plan::kPostOp) ? kernels::kApplyPost : 0;
     // The first output receives the result; the others are copies of it.
     void* first = st.nSend ? out[0] : dst;
-    // A second output written alongside the first when the step both sends
-    // and keeps the result; null otherwise.
-    void* twoOut = st.nSend && dst && dst != first && st.nRecv == 1 ? dst : nullptr;
     if (!first) raise(weftInternalError, "rank %d: plan step has no output: %s", ctx_.rank, plan::describe(st).c_str());
     switch (st.nRecv) {
       case 0:
@@ -211,10 +208,8 @@ class Runner {
         kernels::transform(first, local, n, op_, pre | post);
         break;
       case 1:
-        // The fused ring steps (recvReduceCopySend, recvCopySend) write the
-        // outgoing slot and the user's buffer in one pass.
-        if (local) kernels::reduceTwoOutputs(first, twoOut, in[0], local, n, op_, pre | post);
-        else kernels::transformTwoOutputs(first, twoOut, in[0], n, op_, post);
+        if (local) kernels::reduce(first, in[0], local, n, op_, pre | post);
+        else kernels::transform(first, in[0], n, op_, post);
         break;
       default:
         if (local) {
@@ -226,7 +221,7 @@ class Runner {
         break;
     }
     const size_t bytes = n * elem_;
-    if (st.nSend && dst && dst != first && !twoOut) memcpy(dst, first, bytes);
+    if (st.nSend && dst && dst != first) memcpy(dst, first, bytes);
     for (int i = 1; i < st.nSend; i++) memcpy(out[i], first, bytes);
   }
 
