@@ -13,14 +13,20 @@ void validateArgs(const CollArgs& a) {
   if (a.nChannels > 64) raise(weftInvalidArgument, "plan: %d channels, at most 64", a.nChannels);
   if (a.geometry.slotBytes == 0 || a.geometry.nSlots == 0)
     raise(weftInvalidArgument, "plan: empty FIFO geometry");
-  if (!a.order.empty()) {
-    if (int(a.order.size()) != a.nranks)
-      raise(weftInvalidArgument, "plan: ring order has %zu ranks, communicator %d", a.order.size(), a.nranks);
+  auto checkOrder = [&](const std::vector<int>& order) {
+    if (order.empty()) return;
+    if (int(order.size()) != a.nranks)
+      raise(weftInvalidArgument, "plan: ring order has %zu ranks, communicator %d", order.size(), a.nranks);
     std::vector<bool> seen(a.nranks, false);
-    for (int r : a.order) {
+    for (int r : order) {
       if (r < 0 || r >= a.nranks || seen[r]) raise(weftInvalidArgument, "plan: ring order is not a permutation");
       seen[r] = true;
     }
+  };
+  checkOrder(a.order);
+  for (const auto& o : a.channelOrders) {
+    if (o.empty()) raise(weftInvalidArgument, "plan: an empty per-channel ring order");
+    checkOrder(o);
   }
 }
 
@@ -29,6 +35,11 @@ std::vector<int> ringOrder(const CollArgs& a) {
   std::vector<int> o(a.nranks);
   for (int i = 0; i < a.nranks; i++) o[i] = i;
   return o;
+}
+
+std::vector<int> ringOrder(const CollArgs& a, int channel) {
+  if (!a.channelOrders.empty()) return a.channelOrders[size_t(channel) % a.channelOrders.size()];
+  return ringOrder(a);
 }
 
 plan::Plan emptyPlan(const CollArgs& a) {

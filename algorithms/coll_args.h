@@ -22,6 +22,9 @@ struct CollArgs {
   plan::FifoGeometry geometry;
   // Ring order of the ranks (a permutation of 0..nranks-1); empty = 0..n-1.
   std::vector<int> order;
+  // Per-channel ring orders (channel c uses channelOrders[c % size]), so
+  // channels can take different paths (NICs); empty = `order` for all.
+  std::vector<std::vector<int>> channelOrders;
 };
 
 }  // namespace weft::algo
@@ -35,6 +38,8 @@ void validateArgs(const CollArgs& a);
 
 // The ring order to use: a.order, or 0..n-1 when it is empty.
 std::vector<int> ringOrder(const CollArgs& a);
+// The ring order of channel c: channelOrders[c % size] when given, else ringOrder(a).
+std::vector<int> ringOrder(const CollArgs& a, int channel);
 
 // An empty plan with the call's identity filled in.
 plan::Plan emptyPlan(const CollArgs& a);

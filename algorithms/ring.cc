@@ -23,9 +23,9 @@ struct RingPos {
   int next() const { return at(pos + 1); }
 };
 
-RingPos ringPos(const CollArgs& a) {
+RingPos ringPos(const CollArgs& a, int channel) {
   RingPos r;
-  r.order = ringOrder(a);
+  r.order = ringOrder(a, channel);
   r.n = a.nranks;
   for (int i = 0; i < r.n; i++)
     if (r.order[i] == a.rank) r.pos = i;
@@ -163,11 +163,11 @@ Plan buildRing(const CollArgs& a) {
     raise(weftInvalidArgument, "ring: a FIFO of %u slot cannot hold a chunk and leave room", a.geometry.nSlots);
 
   Plan p = emptyPlan(a);
-  RingPos r = ringPos(a);
   const uint64_t chunk = ringChunkElems(a.geometry, a.elemSize);
   const int nch = usableChannels(a.nChannels, a.count);
   for (int c = 0; c < nch; c++) {
     const uint8_t conn = uint8_t(c);
+    const RingPos r = ringPos(a, c);  // channels may follow different rings (NICs)
     const Range slice = evenPart(a.count, nch, c);
     ChannelPlan ch;
     switch (a.coll) {

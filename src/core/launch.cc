@@ -90,13 +90,16 @@ void runCollective(weftComm_t comm, const OpDesc& op) {
   a.nChannels = comm->nChannels;
   a.geometry = comm->geometry;
   const algo::Algo which = chooseAlgo(comm, op);
-  // Topology-ordered ring (host-contiguous). CollArgs has one order for all
-  // channels, so channel 0's is used; the plan cache needs no key for it
-  // because a communicator's order never changes. It is copied only when a
-  // plan is built, not on every call.
+  // Topology-ordered rings (host-contiguous), one per channel so channels
+  // spread over the NICs; trees use channel 0's order. The plan cache needs
+  // no key for them because a communicator's orders never change. They are
+  // copied only when a plan is built, not on every call.
   std::shared_ptr<const plan::Plan> p = comm->plans->get(a, static_cast<int>(which), [&] {
     algo::CollArgs ordered = a;
-    if (!comm->ringOrders.empty()) ordered.order = comm->ringOrders[0];
+    if (!comm->ringOrders.empty()) {
+      ordered.order = comm->ringOrders[0];
+      ordered.channelOrders = comm->ringOrders;
+    }
     return buildPlan(comm, which, ordered);
   });
   WEFT_INFO(kColl, "%s count %zu type %s op %d root %d: %s, %d channel(s), %zu steps", plan::collName(op.coll),

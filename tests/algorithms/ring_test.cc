@@ -90,6 +90,26 @@ TEST(Ring, CustomOrderAndRoot) {
     }
 }
 
+TEST(Ring, PerChannelOrders) {
+  // Channels follow different rings (as topology gives them to spread
+  // traffic over NICs); every collective must still verify.
+  algo::CollArgs a;
+  a.nranks = 6;
+  a.channelOrders = {{0, 1, 2, 3, 4, 5}, {5, 3, 1, 0, 2, 4}, {2, 0, 4, 1, 5, 3}};
+  a.geometry = tinyFifo();
+  a.count = 611;
+  a.nChannels = 3;
+  for (Coll c : kRingColls)
+    for (int root : {0, 4}) {
+      a.coll = c;
+      a.root = root;
+      expectVerified(a, true);
+      expectVerified(a, false);
+    }
+  a.channelOrders.push_back({0, 1, 2});
+  EXPECT_THROW(algo::buildRing(a), Error);
+}
+
 TEST(Ring, AllReduceUsesHalfFifoChunksAndFusedSteps) {
   algo::CollArgs a;
   a.nranks = 4;
