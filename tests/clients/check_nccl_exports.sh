@@ -15,11 +15,11 @@ stray=$(echo "$exported" | grep -v -E '^p?nccl[A-Za-z]+$' || true)
 if [ -n "$stray" ]; then echo "FAIL: exports non-NCCL symbols:"; echo "$stray" | head -20; fail=1; fi
 for f in $declared; do
   for name in "$f" "p$f"; do
-    echo "$exported" | grep -qx "$name" || { echo "FAIL: $name is declared in nccl.h but not exported"; fail=1; }
+    grep -qx "$name" <<< "$exported" || { echo "FAIL: $name is declared in nccl.h but not exported"; fail=1; }
   done
 done
 for name in $(echo "$exported" | sed 's/^p//' | sort -u); do
-  echo "$declared" | grep -qx "$name" || { echo "FAIL: $name is exported but not declared in nccl.h"; fail=1; }
+  grep -qx "$name" <<< "$declared" || { echo "FAIL: $name is exported but not declared in nccl.h"; fail=1; }
 done
 n=$(echo "$declared" | wc -w)
 [ "$fail" = 0 ] && echo "OK: SONAME $soname, $n functions (+ pnccl twins), nothing else exported"
