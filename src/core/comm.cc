@@ -1,5 +1,6 @@
 #include "src/core/comm.h"
 
+#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -265,6 +266,13 @@ weftComm* createComm(const weftUniqueId& id, int nranks, int rank, const weftCon
     size_t h = std::find(hosts.begin(), hosts.end(), p.hostHash) - hosts.begin();
     if (h == hosts.size()) hosts.push_back(p.hostHash);
     comm->hostOf.push_back(static_cast<int>(h));
+  }
+  {
+    cpu_set_t cpus;
+    int ncpu = sched_getaffinity(0, sizeof(cpus), &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
+    int local = 0;
+    for (const PeerInfo& p : comm->peers) local += p.hostHash == self.hostHash;
+    comm->oversubscribed = local > ncpu;
   }
   comm->costBase = defaultCostInputs(nranks, static_cast<int>(hosts.size()));
   setUpTopology(comm.get());

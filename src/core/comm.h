@@ -65,6 +65,8 @@ struct weftComm {
   weft::algo::AlgoFilter algoFilter;
   weft::algo::CostInputs costBase;
   std::vector<int> hostOf;
+  // More ranks on this host than CPUs this process may run on.
+  bool oversubscribed = true;
 
   // From the topology (src/topology/comm_topo.h), identical on every rank:
   // the ring order per channel (host-contiguous, devices ordered by their

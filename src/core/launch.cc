@@ -27,6 +27,7 @@ HostExecContext execContext(weftComm_t comm) {
   ctx.abortFlag = &comm->aborting;
   ctx.asyncError = [comm] { return comm->getAsyncError(); };
   ctx.timeoutMs = comm->timeoutMs;
+  ctx.oversubscribed = comm->oversubscribed;
   ctx.rank = comm->rank;
   return ctx;
 }

@@ -55,7 +55,8 @@ class Runner {
     }
   }
 
-  // Waiting is spin, then yield, then sleep. Ranks often outnumber cores:
+  // Waiting is spin, then yield (or keep spinning when every rank of the
+  // host has a core of its own), then sleep. Ranks often outnumber cores:
   // a yielding waiter hands its core straight to the rank it waits for
   // (no futex wake-up latency), and one that has waited long sleeps on the
   // doorbell so it costs nothing.
@@ -88,7 +89,8 @@ class Runner {
       }
       checkHealth(lastProgress, timeoutNs);
       if (nowNs() - idleSince < yieldNs) {
-        sched_yield();
+        if (ctx_.oversubscribed) sched_yield();
+        else cpuRelax();
         continue;
       }
       // Sleep in bounded slices so abort and timeouts are noticed even if

@@ -36,6 +36,9 @@ struct HostExecContext {
   std::function<weftResult_t()> asyncError;
   int64_t timeoutMs = 0;
   int rank = 0;
+  // More ranks on this host than CPUs: a waiter yields its core (to the
+  // rank it waits for) instead of spinning on it.
+  bool oversubscribed = true;
 };
 
 // Runs `plan` to completion or throws weft::Error.
