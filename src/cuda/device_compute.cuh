@@ -124,4 +124,33 @@ inline __host__ __device__ int baseFunctor(int opKind) {
   return (opKind == kOpAvg || opKind == kOpPreMulSum) ? kOpSum : opKind;
 }
 
+// The kernel of a family for (type, op): K<E, Op>::fn is the family's
+// kernel for element E and functor Op. One table serves every family (the
+// plan interpreter, the standalone reduce) so they cannot disagree on which
+// (type, op) pairs exist. Returns nullptr for an unknown pair.
+template <template <class, class> class K>
+auto kernelFor(int type, int opKind) -> decltype(K<weft::kernels::Elem<weftFloat32>,
+                                                   weft::kernels::FuncSum<weft::kernels::Elem<weftFloat32>>>::fn) {
+  using weft::kernels::Elem;
+  using weft::kernels::FuncMax;
+  using weft::kernels::FuncMin;
+  using weft::kernels::FuncProd;
+  using weft::kernels::FuncSum;
+  const int f = baseFunctor(opKind);
+  switch (type) {
+#define WEFT_ROW(T)                                          \
+  case T:                                                    \
+    switch (f) {                                             \
+      case kOpSum: return K<Elem<T>, FuncSum<Elem<T>>>::fn;  \
+      case kOpProd: return K<Elem<T>, FuncProd<Elem<T>>>::fn; \
+      case kOpMax: return K<Elem<T>, FuncMax<Elem<T>>>::fn;  \
+      case kOpMin: return K<Elem<T>, FuncMin<Elem<T>>>::fn;  \
+      default: return nullptr;                               \
+    }
+    WEFT_CUDA_FOR_EACH_TYPE(WEFT_ROW)
+#undef WEFT_ROW
+    default: return nullptr;
+  }
+}
+
 }  // namespace weft::cuda

@@ -174,32 +174,15 @@ __global__ void __launch_bounds__(kInterpreterThreads) interpretPlan(const __gri
   }
 }
 
-using KernelFn = void (*)(DevLaunch);
-
-template <int T>
-struct TypeRow {
-  using E = weft::kernels::Elem<T>;
-  static constexpr KernelFn fns[4] = {
-      &interpretPlan<E, weft::kernels::FuncSum<E>>, &interpretPlan<E, weft::kernels::FuncProd<E>>,
-      &interpretPlan<E, weft::kernels::FuncMax<E>>, &interpretPlan<E, weft::kernels::FuncMin<E>>};
+template <class E, class Op>
+struct InterpretPlanFamily {
+  static constexpr void (*fn)(DevLaunch) = &interpretPlan<E, Op>;
 };
-
-KernelFn kernelFor(int type, int opKind) {
-  const int f = baseFunctor(opKind);
-  if (f < 0 || f > 3) return nullptr;
-  switch (type) {
-#define WEFT_ROW(T) \
-  case T: return TypeRow<T>::fns[f];
-    WEFT_CUDA_FOR_EACH_TYPE(WEFT_ROW)
-#undef WEFT_ROW
-    default: return nullptr;
-  }
-}
 
 }  // namespace
 
 void launchInterpreter(const DevLaunch& launch, int nChannels, cudaStream_t stream) {
-  KernelFn fn = kernelFor(launch.type, launch.opKind);
+  auto fn = kernelFor<InterpretPlanFamily>(launch.type, launch.opKind);
   if (!fn) raise(weftInvalidArgument, "device executor: no kernel for type %d op %d", launch.type, launch.opKind);
   if (nChannels < 1 || nChannels > kMaxDeviceChannels)
     raise(weftInvalidArgument, "device executor: %d channels (1..%d)", nChannels, kMaxDeviceChannels);

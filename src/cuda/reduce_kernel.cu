@@ -39,33 +39,16 @@ __global__ void reduceKernel(const __grid_constant__ ReduceArgs r) {
   computePiece<E, Op>(io, r.count, uint64_t(blockIdx.x) * blockDim.x + threadIdx.x, uint64_t(gridDim.x) * blockDim.x);
 }
 
-using KernelFn = void (*)(ReduceArgs);
-
-template <int T>
-struct TypeRow {
-  using E = weft::kernels::Elem<T>;
-  static constexpr KernelFn fns[4] = {
-      &reduceKernel<E, weft::kernels::FuncSum<E>>, &reduceKernel<E, weft::kernels::FuncProd<E>>,
-      &reduceKernel<E, weft::kernels::FuncMax<E>>, &reduceKernel<E, weft::kernels::FuncMin<E>>};
+template <class E, class Op>
+struct ReduceKernelFamily {
+  static constexpr void (*fn)(ReduceArgs) = &reduceKernel<E, Op>;
 };
-
-KernelFn kernelFor(int type, int opKind) {
-  const int f = baseFunctor(opKind);
-  if (f < 0 || f > 3) return nullptr;
-  switch (type) {
-#define WEFT_ROW(T) \
-  case T: return TypeRow<T>::fns[f];
-    WEFT_CUDA_FOR_EACH_TYPE(WEFT_ROW)
-#undef WEFT_ROW
-    default: return nullptr;
-  }
-}
 
 }  // namespace
 
 void launchReduce(void* dst, const void* a, const void* b, size_t count, const kernels::RedOp& op,
                   cudaStream_t stream) {
-  KernelFn fn = kernelFor(op.type, static_cast<int>(op.kind));
+  auto fn = kernelFor<ReduceKernelFamily>(op.type, static_cast<int>(op.kind));
   if (!fn) raise(weftInvalidArgument, "device reduce: no kernel for type %d op %d", op.type, static_cast<int>(op.kind));
   if (count == 0) return;
   ReduceArgs r{dst, a, b, count, static_cast<int32_t>(op.kind), op.nranks, {}};
