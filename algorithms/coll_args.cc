@@ -48,6 +48,7 @@ plan::Plan emptyPlan(const CollArgs& a) {
   p.nranks = a.nranks;
   p.rank = a.rank;
   p.elemSize = a.elemSize;
+  p.sliceBytes = a.geometry.slotBytes;
   return p;
 }
 

@@ -41,37 +41,53 @@ struct Terms {
   double bytesUs;
 };
 
-Terms analytic(plan::Coll c, Algo a, const CostInputs& in);
+Terms analytic(plan::Coll c, Algo a, const CostInputs& in, double bytes);
 
 }  // namespace
+
+bool usesMeasuredCurve(plan::Coll c, Algo a, const CostInputs& in) {
+  return c == plan::Coll::AllReduce && in.nranks > 1 && in.measuredRanks == in.nranks &&
+         in.measuredHosts == in.nHosts && in.measured[static_cast<int>(a)].nPoints > 0;
+}
 
 double estimateUs(plan::Coll c, Algo a, const CostInputs& in) {
   if (!algoSupports(a, c)) return std::numeric_limits<double>::infinity();
   if (in.nranks <= 1) return in.intra.latencyUs;
-  Terms t = analytic(c, a, in);
   const int i = static_cast<int>(a);
-  return in.baseUs[i] + t.latUs + in.bwScale[i] * t.bytesUs;
+  auto model = [&](double bytes) {
+    Terms t = analytic(c, a, in, bytes);
+    return in.baseUs[i] + t.latUs + in.bwScale[i] * t.bytesUs;
+  };
+  if (usesMeasuredCurve(c, a, in)) return curveUs(in.measured[i], double(in.bytes), model);
+  return model(double(in.bytes));
 }
 
 double latencyTermUs(plan::Coll c, Algo a, const CostInputs& in) {
-  return in.nranks <= 1 ? 0.0 : analytic(c, a, in).latUs;
+  return in.nranks <= 1 ? 0.0 : analytic(c, a, in, double(in.bytes)).latUs;
 }
 
 double bytesTermUs(plan::Coll c, Algo a, const CostInputs& in) {
-  return in.nranks <= 1 ? 0.0 : analytic(c, a, in).bytesUs;
+  return in.nranks <= 1 ? 0.0 : analytic(c, a, in, double(in.bytes)).bytesUs;
+}
+
+double hopLatencyUs(const CostInputs& in) {
+  return std::clamp(in.nHosts, 1, std::max(in.nranks, 1)) > 1 ? in.inter.latencyUs : in.intra.latencyUs;
+}
+
+double linkBytesPerUs(const CostInputs& in) {
+  const bool multiHost = std::clamp(in.nHosts, 1, std::max(in.nranks, 1)) > 1;
+  return 1e3 * (multiHost ? std::min(in.inter.bandwidthGBs, in.intra.bandwidthGBs) : in.intra.bandwidthGBs);
 }
 
 namespace {
 
-Terms analytic(plan::Coll c, Algo a, const CostInputs& in) {
+Terms analytic(plan::Coll c, Algo a, const CostInputs& in, double B) {
   const double n = std::max(in.nranks, 1);
   const int hosts = std::clamp(in.nHosts, 1, in.nranks);
   const bool multiHost = hosts > 1;
   // A ring step waits for its slowest hop; its data crosses the slowest link.
-  const double hopLat = multiHost ? in.inter.latencyUs : in.intra.latencyUs;
-  const double bwBytesPerUs = 1e3 * (multiHost ? std::min(in.inter.bandwidthGBs, in.intra.bandwidthGBs)
-                                               : in.intra.bandwidthGBs);
-  const double B = double(in.bytes);
+  const double hopLat = hopLatencyUs(in);
+  const double bwBytesPerUs = linkBytesPerUs(in);
   const double perHost = std::ceil(n / hosts);
   // Tree depth: the chain inside a host plus the tree over hosts.
   const double chainHops = perHost - 1, netHops = log2ceil(hosts);

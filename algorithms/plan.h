@@ -92,6 +92,10 @@ struct Plan {
   int rank = 0;
   uint32_t elemSize = 4;
   uint64_t scratchElems = 0;  // scratch the executor must provide
+  // Bytes of one piece (the pipelining slice): the geometry's slot size the
+  // plan was built for, which may be smaller than the FIFOs' real slots
+  // (the selector picks it per call). 0: a whole FIFO slot.
+  uint64_t sliceBytes = 0;
   std::vector<ChannelPlan> channels;
 
   size_t stepCount() const;

@@ -91,4 +91,11 @@ Algo selectAlgo(plan::Coll c, const CostInputs& in, const AlgoFilter& f) {
   return Algo(pick);
 }
 
+CallChoice selectCall(plan::Coll c, const CostInputs& in, const AlgoFilter& f, const plan::FifoGeometry& g) {
+  CallChoice choice;
+  choice.algo = selectAlgo(c, in, f);
+  choice.shape = shapeCall(c, choice.algo, in, g);
+  return choice;
+}
+
 }  // namespace weft::algo

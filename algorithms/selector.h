@@ -11,6 +11,7 @@
 #include <string>
 
 #include "algorithms/cost_model.h"
+#include "algorithms/pipeline_model.h"
 #include "algorithms/plan.h"
 
 namespace weft::algo {
@@ -27,5 +28,13 @@ AlgoFilter parseAlgoFilter(const std::string& spec);
 // The allowed, supporting algorithm with the least estimated time; throws
 // weftInvalidUsage when the filter leaves none for this collective.
 Algo selectAlgo(plan::Coll c, const CostInputs& in, const AlgoFilter& f);
+
+// The whole choice for a call: the algorithm (selectAlgo), then its
+// channels and slice (shapeCall) for FIFOs of geometry g.
+struct CallChoice {
+  Algo algo = Algo::Ring;
+  CallShape shape;
+};
+CallChoice selectCall(plan::Coll c, const CostInputs& in, const AlgoFilter& f, const plan::FifoGeometry& g);
 
 }  // namespace weft::algo

@@ -286,6 +286,13 @@ weftComm* createComm(const weftUniqueId& id, int nranks, int rank, const weftCon
     comm->costBase = all[0];
     comm->costBase.nranks = nranks;
     comm->costBase.nHosts = static_cast<int>(hosts.size());
+    comm->costBase.maxChannels = comm->nChannels;
+    const algo::CostInputs& c = comm->costBase;
+    if (c.measuredRanks > 0 && (c.measuredRanks != c.nranks || c.measuredHosts != c.nHosts))
+      WEFT_INFO(kTune, "tune file curves were measured on %d rank(s) over %d host(s), not %d over %d: "
+                "AllReduce uses the fitted constants", c.measuredRanks, c.measuredHosts, c.nranks, c.nHosts);
+    else if (c.measuredRanks > 0)
+      WEFT_INFO(kTune, "AllReduce algorithm choice follows the tune file's measured curves");
   }
 
   comm->plans = std::make_unique<PlanCache>();

@@ -53,21 +53,24 @@ uint64_t busBytes(const OpDesc& op, int nranks) {
   return b;
 }
 
-algo::Algo chooseAlgo(weftComm_t comm, const OpDesc& op) {
-  if (op.coll == plan::Coll::AllToAll) return algo::Algo::Ring;  // point-to-point plan, no choice
+algo::CallChoice chooseAlgo(weftComm_t comm, const OpDesc& op) {
+  if (op.coll == plan::Coll::AllToAll)  // point-to-point plan, no choice
+    return {algo::Algo::Ring, {comm->nChannels, comm->geometry.slotBytes, 0}};
   algo::CostInputs in = comm->costBase;
   in.bytes = busBytes(op, comm->nranks);
-  algo::Algo a = algo::selectAlgo(op.coll, in, comm->algoFilter);
+  algo::CallChoice choice = algo::selectCall(op.coll, in, comm->algoFilter, comm->geometry);
+  const algo::Algo a = choice.algo;
   if (logEnabled(LogLevel::Info, kTune)) {
     std::string all;
     for (int i = 0; i < algo::kNumAlgos; i++) {
       double t = algo::estimateUs(op.coll, static_cast<algo::Algo>(i), in);
       if (t < 1e300) all += std::string(" ") + algo::algoName(static_cast<algo::Algo>(i)) + " " + std::to_string(t) + "us";
     }
-    WEFT_INFO(kTune, "%s %lu bytes: %s (estimates:%s)", plan::collName(op.coll), static_cast<unsigned long>(in.bytes),
-              algo::algoName(a), all.c_str());
+    WEFT_INFO(kTune, "%s %lu bytes: %s, %d channel(s), %lu B slices (estimates:%s)", plan::collName(op.coll),
+              static_cast<unsigned long>(in.bytes), algo::algoName(a), choice.shape.nChannels,
+              static_cast<unsigned long>(choice.shape.sliceBytes), all.c_str());
   }
-  return a;
+  return choice;
 }
 
 plan::Plan buildPlan(weftComm_t comm, algo::Algo which, const algo::CollArgs& a) {
@@ -88,9 +91,11 @@ void runCollective(weftComm_t comm, const OpDesc& op) {
   a.count = op.count;
   a.elemSize = static_cast<uint32_t>(kernels::typeSize(op.type));
   a.root = op.root;
-  a.nChannels = comm->nChannels;
+  const algo::CallChoice choice = chooseAlgo(comm, op);
+  const algo::Algo which = choice.algo;
+  a.nChannels = choice.shape.nChannels;
   a.geometry = comm->geometry;
-  const algo::Algo which = chooseAlgo(comm, op);
+  a.geometry.slotBytes = choice.shape.sliceBytes;
   // Topology-ordered rings (host-contiguous), one per channel so channels
   // spread over the NICs; trees use channel 0's order. The plan cache needs
   // no key for them because a communicator's orders never change. They are

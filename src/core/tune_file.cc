@@ -2,7 +2,9 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <iomanip>
 #include <sstream>
+#include <vector>
 
 #include "src/util/error.h"
 
@@ -22,6 +24,22 @@ double* fieldFor(algo::CostInputs* in, const std::string& key) {
   return nullptr;
 }
 
+// "measured.<algo>": the curve of that algorithm, else nullptr.
+algo::MeasuredCurve* curveFor(algo::CostInputs* in, const std::string& key) {
+  for (int a = 0; a < algo::kNumAlgos; a++)
+    if (key == std::string("measured.") + algo::algoName(static_cast<algo::Algo>(a))) return &in->measured[a];
+  return nullptr;
+}
+
+double number(const std::string& path, int lineNo, const std::string& key, const std::string& value) {
+  char* end = nullptr;
+  double v = strtod(value.c_str(), &end);
+  if (value.empty() || *end || !(v >= 0) || v > 1e15)
+    raise(weftInvalidArgument, "%s:%d: '%s' is not a valid value for %s", path.c_str(), lineNo, value.c_str(),
+          key.c_str());
+  return v;
+}
+
 }  // namespace
 
 void loadTuneFile(const std::string& path, algo::CostInputs* in) {
@@ -29,28 +47,50 @@ void loadTuneFile(const std::string& path, algo::CostInputs* in) {
   if (!f) raise(weftInvalidArgument, "WEFT_TUNE_FILE=%s cannot be read", path.c_str());
   std::string line;
   int lineNo = 0;
+  algo::CostInputs read = *in;
+  for (auto& c : read.measured) c = algo::MeasuredCurve{};
+  read.measuredRanks = read.measuredHosts = 0;
   while (std::getline(f, line)) {
     lineNo++;
     if (auto hash = line.find('#'); hash != std::string::npos) line.resize(hash);
     std::istringstream words(line);
-    std::string key, value, extra;
+    std::string key;
     if (!(words >> key)) continue;
-    double* field = fieldFor(in, key);
-    if (!field) raise(weftInvalidArgument, "%s:%d: unknown key '%s'", path.c_str(), lineNo, key.c_str());
-    char* end = nullptr;
-    if (!(words >> value) || (words >> extra))
+    std::vector<std::string> values;
+    for (std::string v; words >> v;) values.push_back(v);
+    if (algo::MeasuredCurve* curve = curveFor(&read, key)) {
+      if (values.size() != 2)
+        raise(weftInvalidArgument, "%s:%d: expected '%s <bytes> <microseconds>'", path.c_str(), lineNo, key.c_str());
+      if (!curve->add(number(path, lineNo, key, values[0]), number(path, lineNo, key, values[1])))
+        raise(weftInvalidArgument,
+              "%s:%d: %s: sizes must grow from line to line, times must be positive, at most %d points",
+              path.c_str(), lineNo, key.c_str(), algo::kMaxMeasuredPoints);
+      continue;
+    }
+    if (values.size() != 1)
       raise(weftInvalidArgument, "%s:%d: expected '%s <number>'", path.c_str(), lineNo, key.c_str());
-    double v = strtod(value.c_str(), &end);
-    if (*end || !(v >= 0) || v > 1e12)
-      raise(weftInvalidArgument, "%s:%d: '%s' is not a valid value for %s", path.c_str(), lineNo, value.c_str(),
-            key.c_str());
+    const double v = number(path, lineNo, key, values[0]);
+    if (key == "measured.nranks" || key == "measured.nhosts") {
+      if (v != double(int(v)) || v < 1 || v > 1 << 20)
+        raise(weftInvalidArgument, "%s:%d: %s must be a positive integer", path.c_str(), lineNo, key.c_str());
+      (key == "measured.nranks" ? read.measuredRanks : read.measuredHosts) = int(v);
+      continue;
+    }
+    double* field = fieldFor(&read, key);
+    if (!field) raise(weftInvalidArgument, "%s:%d: unknown key '%s'", path.c_str(), lineNo, key.c_str());
     *field = v;
   }
+  bool anyCurve = false;
+  for (const auto& c : read.measured) anyCurve |= c.nPoints > 0;
+  if (anyCurve && (read.measuredRanks == 0 || read.measuredHosts == 0))
+    raise(weftInvalidArgument, "%s: measured curves need measured.nranks and measured.nhosts", path.c_str());
+  *in = read;
 }
 
 void saveTuneFile(const std::string& path, const algo::CostInputs& in, const std::string& comment) {
   std::ofstream f(path);
   if (!f) raise(weftSystemError, "cannot write tune file %s", path.c_str());
+  f << std::setprecision(12);
   f << "# weft cost-model constants (load with WEFT_TUNE_FILE=" << path << ")\n";
   std::istringstream c(comment);
   for (std::string l; std::getline(c, l);) f << "# " << l << "\n";
@@ -62,6 +102,16 @@ void saveTuneFile(const std::string& path, const algo::CostInputs& in, const std
     std::string name = algo::algoName(static_cast<algo::Algo>(a));
     f << "base_us." << name << " " << in.baseUs[a] << "\n";
     f << "bw_scale." << name << " " << in.bwScale[a] << "\n";
+  }
+  if (in.measuredRanks > 0) {
+    f << "# AllReduce medians per size (bytes, us), used by communicators of this shape\n";
+    f << "measured.nranks " << in.measuredRanks << "\n";
+    f << "measured.nhosts " << in.measuredHosts << "\n";
+    for (int a = 0; a < algo::kNumAlgos; a++) {
+      const algo::MeasuredCurve& c = in.measured[a];
+      for (int i = 0; i < c.nPoints; i++)
+        f << "measured." << algo::algoName(static_cast<algo::Algo>(a)) << " " << c.bytes[i] << " " << c.us[i] << "\n";
+    }
   }
   if (!f) raise(weftSystemError, "writing tune file %s failed", path.c_str());
 }

@@ -143,7 +143,8 @@ __global__ void __launch_bounds__(kInterpreterThreads) interpretPlan(const __gri
     uint64_t piece = st.count;
     if (usesFifo) {
       const DevFifo& f = L.fifos[st.nRecv ? st.in[0] : st.out[0]];
-      piece = f.slotBytes / L.elemSize;
+      const uint64_t slice = L.sliceBytes && L.sliceBytes < f.slotBytes ? L.sliceBytes : f.slotBytes;
+      piece = slice / L.elemSize;
       if (piece == 0) piece = 1;
     }
     char* srcBase = bufferBase(L, st.src, st.bind);

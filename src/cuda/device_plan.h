@@ -64,6 +64,8 @@ struct DevLaunch {
   const volatile uint8_t* abortFlag;   // the communicator's abort flag, mapped
   uint64_t timeoutNs;          // 0: none
   uint32_t elemSize;
+  uint32_t pad0;
+  uint64_t sliceBytes;         // piece bytes (plan::Plan::sliceBytes); 0: the FIFO slot
   int32_t nranks;
   int32_t type;                // weftDataType_t
   int32_t opKind;              // kernels::OpKind

@@ -241,6 +241,7 @@ void DeviceState::run(const plan::Plan& p, const std::shared_ptr<const plan::Pla
   L.abortFlag = abortDev_;
   L.timeoutNs = timeoutMs > 0 ? static_cast<uint64_t>(timeoutMs) * 1000000ull : 0;
   L.elemSize = p.elemSize;
+  L.sliceBytes = p.sliceBytes;
   L.nranks = op.nranks;
   L.type = op.type;
   L.opKind = static_cast<int32_t>(op.kind);

@@ -14,6 +14,10 @@ algo::CostInputs costInputsFromTopology(const TopoSummary& s, int nranks, const 
   c.intra.bandwidthGBs = peerToPeer ? ringTotal : std::min(ringTotal, measured.intra.bandwidthGBs);
   if (s.nHosts > 1 && s.interHostBw > 0)
     c.inter.bandwidthGBs = std::min(s.interHostBw * std::max(s.nChannels, 1), ringTotal);
+  // Where a channel has a path of its own (GPU peer links, a NIC per
+  // channel), one channel carries only its share; on one host's shared
+  // memory one executor thread does every channel's copies (0: no limit).
+  if (peerToPeer || s.nHosts > 1) c.channelBwGBs = s.nHosts > 1 && s.interHostBw > 0 ? std::min(s.interHostBw, s.ringBwPerChannel) : s.ringBwPerChannel;
   return c;
 }
 

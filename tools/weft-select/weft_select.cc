@@ -90,6 +90,7 @@ int main(int argc, char** argv) {
     weft::algo::CostInputs in =
         weft::topo::costInputsFromTopology(sum, n, weft::defaultCostInputs(n, std::max(sum.nHosts, 1)));
     if (!tuneFile.empty()) weft::loadTuneFile(tuneFile, &in);
+    in.maxChannels = channels;
     weft::algo::AlgoFilter filter = weft::algo::parseAlgoFilter(weft::envString("WEFT_ALGO").value_or(""));
 
     printf("# %s, %d ranks on %d host(s), %d channel(s); links: intra %.2f us %.2f GB/s, inter %.2f us %.2f GB/s\n",
@@ -98,7 +99,7 @@ int main(int argc, char** argv) {
     printf("%12s", "size(B)");
     for (int a = 0; a < weft::algo::kNumAlgos; a++)
       printf(" %11s(us) %9s", weft::algo::algoName(static_cast<Algo>(a)), "busbw");
-    printf("  %s\n", "chosen");
+    printf("  %s\n", "chosen (channels x slice bytes)");
     for (uint64_t bytes = 8; bytes <= (uint64_t(4) << 30); bytes *= 4) {
       in.bytes = bytes;
       printf("%12llu", static_cast<unsigned long long>(bytes));
@@ -111,7 +112,9 @@ int main(int argc, char** argv) {
         double busbw = double(bytes) / (us * 1e3) * busFactor(coll, n);
         printf(" %15.2f %9.3f", us, busbw);
       }
-      printf("  %s\n", weft::algo::algoName(weft::algo::selectAlgo(coll, in, filter)));
+      weft::algo::CallChoice c = weft::algo::selectCall(coll, in, filter, weft::plan::FifoGeometry{});
+      printf("  %s (%d x %llu)\n", weft::algo::algoName(c.algo), c.shape.nChannels,
+             static_cast<unsigned long long>(c.shape.sliceBytes));
     }
   } catch (const std::exception& e) {
     fprintf(stderr, "weft-select: %s\n", e.what());

@@ -1,14 +1,13 @@
-// weft-tune: measures the cost model's constants on this machine and writes
-// them to a file that later runs load with WEFT_TUNE_FILE.
+// weft-tune: measures AllReduce per algorithm on this machine and either
+// writes the cost model's calibration (-o FILE, loaded with WEFT_TUNE_FILE)
+// or checks the selector's choices against the measurement (--check).
 //
-// Ranks are threads of this process (so no launcher is needed). For each
-// algorithm it times AllReduce at a small and a large size, then fits:
-//   ring:  per-hop latency and link bandwidth (the transport's constants);
-//   trees: a fixed cost per call and a factor on the bytes term.
-// With --transport socket the ranks talk over TCP on loopback
-// (WEFT_SHM_DISABLE=1) and the fit goes to the network constants.
+// Ranks are threads of this process (-t N) or the processes of a launcher
+// (weft-run, mpirun, torchrun: one rank each). Every algorithm gets its own
+// communicator (split from one base communicator, its choice forced), and
+// all are timed interleaved (interleaved_timing.h).
 #include <algorithm>
-#include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -16,9 +15,12 @@
 #include <thread>
 #include <vector>
 
-#include "algorithms/cost_model.h"
+#include "algorithms/selector.h"
+#include "benchmarks/common/launch.h"
 #include "src/core/comm.h"
 #include "src/core/tune_file.h"
+#include "tools/weft-tune/fit.h"
+#include "tools/weft-tune/interleaved_timing.h"
 #include "weft/weft.h"
 
 namespace {
@@ -27,20 +29,45 @@ using weft::algo::Algo;
 using weft::plan::Coll;
 
 struct Options {
-  int nranks = 8;
+  int threads = 0;  // 0: one rank per launched process
   bool socket = false;
-  size_t small = 8, large = 16 << 20;
-  int reps = 3;
+  size_t minBytes = 8, maxBytes = 64 << 20;
+  double factor = 4;
+  weft::tune::SweepOptions sweep;
   std::string out = "weft-tune.conf";
+  bool check = false;
+  double tolerance = 0.10;
 };
 
 [[noreturn]] void usage(int code) {
   fprintf(code ? stderr : stdout,
-          "usage: weft-tune [-t NRANKS] [--transport shm|socket] [--small BYTES] [--large BYTES] [-r REPS] "
-          "[-o FILE]\n"
-          "Times AllReduce per algorithm with NRANKS threads as ranks and writes the fitted cost-model\n"
-          "constants to FILE (default weft-tune.conf); load them with WEFT_TUNE_FILE=FILE.\n");
+          "usage: weft-tune [-t NRANKS] [--transport shm|socket] [-b MIN] [-e MAX] [-f FACTOR] [-r ROUNDS]\n"
+          "                 [--sample-us US] [-o FILE | --check [--tolerance FRACTION]]\n"
+          "Times AllReduce (float32 sum) with each algorithm, interleaved, median of ROUNDS samples per size.\n"
+          "  -o FILE   write the fitted constants and measured curves (default weft-tune.conf);\n"
+          "            communicators load them with WEFT_TUNE_FILE=FILE\n"
+          "  --check   also time the selector's own choice (WEFT_TUNE_FILE, WEFT_ALGO as set) and report,\n"
+          "            per size, its time over the best algorithm's; exit 1 when any is above 1+FRACTION\n"
+          "            (default 0.10)\n"
+          "Ranks: -t N threads in this process, or one per process under a launcher\n"
+          "(benchmarks/weft-run -np N weft-tune ...). Sizes default to 8 B .. 64 MB, x4.\n");
   exit(code);
+}
+
+size_t parseBytes(const char* s) {
+  char* end = nullptr;
+  double v = strtod(s, &end);
+  switch (*end) {
+    case 'K': case 'k': v *= 1 << 10; end++; break;
+    case 'M': case 'm': v *= 1 << 20; end++; break;
+    case 'G': case 'g': v *= 1 << 30; end++; break;
+    default: break;
+  }
+  if (*end || !(v >= 4)) {
+    fprintf(stderr, "weft-tune: '%s' is not a size of at least 4 bytes\n", s);
+    exit(2);
+  }
+  return size_t(v);
 }
 
 Options parse(int argc, char** argv) {
@@ -51,51 +78,134 @@ Options parse(int argc, char** argv) {
       if (i + 1 >= argc) usage(2);
       return argv[++i];
     };
-    if (a == "-t") o.nranks = atoi(next());
-    else if (a == "--transport") o.socket = std::string(next()) == "socket";
-    else if (a == "--small") o.small = strtoull(next(), nullptr, 0);
-    else if (a == "--large") o.large = strtoull(next(), nullptr, 0);
-    else if (a == "-r") o.reps = atoi(next());
+    if (a == "-t") o.threads = atoi(next());
+    else if (a == "--transport") {
+      std::string t = next();
+      if (t != "shm" && t != "socket") usage(2);
+      o.socket = t == "socket";
+    } else if (a == "-b") o.minBytes = parseBytes(next());
+    else if (a == "-e") o.maxBytes = parseBytes(next());
+    else if (a == "-f") o.factor = atof(next());
+    else if (a == "-r") o.sweep.rounds = atoi(next());
+    else if (a == "--sample-us") o.sweep.sampleUs = atof(next());
     else if (a == "-o") o.out = next();
+    else if (a == "--check") o.check = true;
+    else if (a == "--tolerance") o.tolerance = atof(next());
     else if (a == "-h" || a == "--help") usage(0);
     else usage(2);
   }
-  if (o.nranks < 2 || o.small < 4 || o.large <= o.small || o.reps < 1) usage(2);
+  if (o.threads == 1 || o.threads < 0 || o.maxBytes < o.minBytes || !(o.factor > 1) || o.sweep.rounds < 1 ||
+      !(o.sweep.sampleUs > 0) || !(o.tolerance >= 0))
+    usage(2);
+  o.sweep.sizes = weft::tune::sweepSizes(o.minBytes, o.maxBytes, o.factor);
   return o;
 }
 
-// Microseconds per AllReduce of `bytes` (float32) with the algorithm forced,
-// best of `reps` runs of `iters` calls.
-double timeAllReduce(const Options& o, Algo a, size_t bytes, int iters) {
-  std::string algo = std::string("allreduce:") + weft::algo::algoName(a);
-  setenv("WEFT_ALGO", algo.c_str(), 1);
-  std::vector<weftComm_t> comms(o.nranks);
-  if (weftCommInitAll(comms.data(), o.nranks, nullptr) != weftSuccess) {
-    fprintf(stderr, "weft-tune: communicator creation failed: %s\n", weftGetLastError(nullptr));
-    exit(1);
+const Algo kAlgos[] = {Algo::Ring, Algo::Tree, Algo::DoubleTree};
+
+bool ok(weftResult_t r, const char* what) {
+  if (r == weftSuccess) return true;
+  fprintf(stderr, "weft-tune: %s failed: %s: %s\n", what, weftGetErrorString(r), weftGetLastError(nullptr));
+  return false;
+}
+
+void printHeader(const Options& o, weftComm_t base, const char* ranksAre) {
+  const weft::algo::CostInputs& in = base->costBase;
+  printf("# weft-tune%s: %d ranks (%s) on %d host(s) over %s, AllReduce float32 sum, median of %d interleaved "
+         "samples of ~%.0f us\n",
+         o.check ? " --check" : "", in.nranks, ranksAre, in.nHosts, o.socket ? "sockets" : "shared memory",
+         o.sweep.rounds, o.sweep.sampleUs);
+}
+
+// Rank 0's report of a --check run; returns the number of sizes where the
+// selector's choice is more than the tolerance slower than the best.
+int reportCheck(const Options& o, weftComm_t autoComm, const std::vector<weft::tune::SweepPoint>& points) {
+  const weft::algo::CostInputs& in = autoComm->costBase;
+  const char* tune = getenv("WEFT_TUNE_FILE");
+  bool curves = false;
+  for (Algo a : kAlgos) curves |= weft::algo::usesMeasuredCurve(Coll::AllReduce, a, in);
+  printf("# selector inputs: %s%s\n", tune ? tune : "no WEFT_TUNE_FILE (model defaults)",
+         tune ? (curves ? " (measured curves match this shape)" : " (fitted constants only)") : "");
+  printf("%12s %6s %11s %11s %11s %11s  %-10s %-10s %7s\n", "size", "iters", "ring", "binarytree", "tree", "auto",
+         "choice", "best", "ch/best");
+  int misses = 0;
+  long wrong = 0;
+  for (const auto& p : points) {
+    weft::algo::CostInputs at = in;
+    at.bytes = p.bytes;
+    const Algo choice = weft::algo::selectAlgo(Coll::AllReduce, at, autoComm->algoFilter);
+    int best = 0;
+    for (int a = 1; a < weft::algo::kNumAlgos; a++)
+      if (p.medianUs[a] < p.medianUs[best]) best = a;
+    const double ratio = p.medianUs[int(choice)] / p.medianUs[best];
+    const bool miss = ratio > 1 + o.tolerance;
+    misses += miss;
+    for (long w : p.wrong) wrong += w;
+    printf("%12zu %6d %11.2f %11.2f %11.2f %11.2f  %-10s %-10s %7.3f%s\n", p.bytes, p.iters, p.medianUs[0],
+           p.medianUs[1], p.medianUs[2], p.medianUs[3], weft::algo::algoName(choice),
+           weft::algo::algoName(Algo(best)), ratio, miss ? "  MISS" : "");
   }
-  const size_t count = bytes / sizeof(float);
-  double best = 1e300;
-  for (int rep = 0; rep < o.reps; rep++) {
-    std::vector<double> perRank(o.nranks);
-    std::vector<std::thread> threads;
-    for (int r = 0; r < o.nranks; r++)
-      threads.emplace_back([&, r] {
-        std::vector<float> in(count, 1.0f + r), out(count);
-        weftAllReduce(in.data(), out.data(), count, weftFloat32, weftSum, comms[r], nullptr);  // warm-up
-        auto t0 = std::chrono::steady_clock::now();
-        for (int i = 0; i < iters; i++)
-          if (weftAllReduce(in.data(), out.data(), count, weftFloat32, weftSum, comms[r], nullptr) != weftSuccess) {
-            fprintf(stderr, "weft-tune: AllReduce failed on rank %d\n", r);
-            exit(1);
-          }
-        perRank[r] = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / iters;
-      });
-    for (auto& t : threads) t.join();
-    best = std::min(best, *std::max_element(perRank.begin(), perRank.end()));
+  printf("# times: us per call (median over samples of the slowest rank); auto: the selector's own communicator\n");
+  printf("# selector's choice within %.0f%% of the best algorithm at %zu of %zu sizes; wrong elements: %ld\n",
+         o.tolerance * 100, points.size() - misses, points.size(), wrong);
+  return misses + (wrong ? 1 : 0);
+}
+
+int reportCalibration(const Options& o, weftComm_t base, const std::vector<weft::tune::SweepPoint>& points) {
+  long wrong = 0;
+  printf("%12s %6s %11s %11s %11s\n", "size", "iters", "ring", "binarytree", "tree");
+  for (const auto& p : points) {
+    printf("%12zu %6d %11.2f %11.2f %11.2f\n", p.bytes, p.iters, p.medianUs[0], p.medianUs[1], p.medianUs[2]);
+    for (long w : p.wrong) wrong += w;
   }
-  for (weftComm_t c : comms) weftCommDestroy(c);
-  return best;
+  if (wrong) {
+    fprintf(stderr, "weft-tune: %ld wrong elements in the checked calls; nothing written\n", wrong);
+    return 1;
+  }
+  const bool network = o.socket || base->costBase.nHosts > 1;
+  weft::algo::CostInputs in = weft::tune::fitCostInputs(base->costBase, points, network);
+  printf("# fitted: %s latency %.3f us/hop, bandwidth %.3f GB/s; curves for %d rank(s) on %d host(s)\n",
+         network ? "network" : "shm", network ? in.inter.latencyUs : in.intra.latencyUs,
+         network ? in.inter.bandwidthGBs : in.intra.bandwidthGBs, in.measuredRanks, in.measuredHosts);
+  char comment[256];
+  snprintf(comment, sizeof(comment), "measured by weft-tune: %d ranks on %d host(s) over %s, %d samples per point",
+           in.nranks, in.nHosts, o.socket ? "sockets" : "shared memory", o.sweep.rounds);
+  try {
+    weft::saveTuneFile(o.out, in, comment);
+  } catch (const std::exception& e) {
+    fprintf(stderr, "weft-tune: %s\n", e.what());
+    return 1;
+  }
+  printf("# wrote %s (load with WEFT_TUNE_FILE=%s)\n", o.out.c_str(), o.out.c_str());
+  return 0;
+}
+
+// One rank's whole run. Returns the exit status (meaningful on rank 0).
+int runRank(const Options& o, weftComm_t base, int rank, int nranks, const char* ranksAre) {
+  std::vector<weftComm_t> timed;
+  for (Algo a : kAlgos) {
+    weftComm_t c = nullptr;
+    if (!ok(weftCommSplit(base, 0, rank, &c, nullptr), "weftCommSplit")) return 1;
+    c->algoFilter = weft::algo::parseAlgoFilter(std::string("allreduce:") + weft::algo::algoName(a));
+    timed.push_back(c);
+  }
+  if (o.check) {
+    weftComm_t c = nullptr;
+    if (!ok(weftCommSplit(base, 0, rank, &c, nullptr), "weftCommSplit")) return 1;
+    timed.push_back(c);
+  }
+  if (rank == 0) printHeader(o, base, ranksAre);
+  int status = 0;
+  try {
+    auto points = weft::tune::sweepAllReduce(base, timed, rank, nranks, o.sweep);
+    if (rank == 0) status = o.check ? (reportCheck(o, timed.back(), points) ? 1 : 0) : reportCalibration(o, base, points);
+  } catch (const std::exception& e) {
+    fprintf(stderr, "weft-tune: rank %d: %s\n", rank, e.what());
+    status = 1;
+  }
+  fflush(stdout);
+  for (weftComm_t c : timed) weftCommDestroy(c);
+  return status;
 }
 
 }  // namespace
@@ -104,68 +214,43 @@ int main(int argc, char** argv) {
   Options o = parse(argc, argv);
   if (!getenv("WEFT_SOCKET_IFNAME")) setenv("WEFT_SOCKET_IFNAME", "lo", 1);
   if (o.socket) setenv("WEFT_SHM_DISABLE", "1", 1);
-  unsetenv("WEFT_TUNE_FILE");
+  // A calibration measures the algorithms themselves, not an earlier file's choices.
+  if (!o.check) unsetenv("WEFT_TUNE_FILE");
 
-  const Algo algos[] = {Algo::Ring, Algo::Tree, Algo::DoubleTree};
-  double tSmall[3], tLarge[3];
-  for (Algo a : algos) {
-    int i = static_cast<int>(a);
-    tSmall[i] = timeAllReduce(o, a, o.small, 200);
-    tLarge[i] = timeAllReduce(o, a, o.large, 5);
-    printf("# measured %-10s %8zu B: %10.2f us   %10zu B: %10.2f us\n", weft::algo::algoName(a), o.small, tSmall[i],
-           o.large, tLarge[i]);
+  std::string err;
+  weft::bench::LaunchInfo launch = weft::bench::detectLaunch(getenv, false, &err);
+  if (!err.empty()) {
+    fprintf(stderr, "weft-tune: %s\n", err.c_str());
+    return 2;
   }
-
-  // One host, n ranks: the model in algorithms/cost_model.cc. The ring fixes
-  // the link constants (no fixed cost of its own); the trees get a fixed cost
-  // and a bytes factor on top of those links.
-  weft::algo::CostInputs in = weft::defaultCostInputs(o.nranks, o.socket ? 2 : 1);
-  weft::algo::LinkParams& link = o.socket ? in.inter : in.intra;
-  const int ring = static_cast<int>(Algo::Ring);
-  auto probe = [&](size_t bytes) {
-    weft::algo::CostInputs c = in;
-    c.bytes = bytes;
-    return c;
-  };
-  link.latencyUs = 1.0;
-  link.bandwidthGBs = 1.0;
-  if (o.socket) in.intra = link;  // only the network is in play
-  double latPerUnit = weft::algo::latencyTermUs(Coll::AllReduce, Algo::Ring, probe(o.small));
-  link.latencyUs = tSmall[ring] / latPerUnit;
-  if (o.socket) in.intra.latencyUs = link.latencyUs;
-  double bytesAt1 = weft::algo::bytesTermUs(Coll::AllReduce, Algo::Ring, probe(o.large));
-  double ringBytesUs = std::max(tLarge[ring] - weft::algo::latencyTermUs(Coll::AllReduce, Algo::Ring, probe(o.large)),
-                                1e-3);
-  link.bandwidthGBs = bytesAt1 / ringBytesUs;
-  if (o.socket) in.intra.bandwidthGBs = link.bandwidthGBs;
-  for (Algo a : {Algo::Tree, Algo::DoubleTree}) {
-    int i = static_cast<int>(a);
-    double lat = weft::algo::latencyTermUs(Coll::AllReduce, a, probe(o.small));
-    in.baseUs[i] = std::max(0.0, tSmall[i] - lat);
-    double bytesUs = weft::algo::bytesTermUs(Coll::AllReduce, a, probe(o.large));
-    double measured = tLarge[i] - in.baseUs[i] - weft::algo::latencyTermUs(Coll::AllReduce, a, probe(o.large));
-    in.bwScale[i] = std::max(measured, 1e-3) / std::max(bytesUs, 1e-9);
+  if (!launch.rankSource.empty() && launch.nProcs > 1) {
+    if (o.threads) {
+      fprintf(stderr, "weft-tune: -t and a launcher (%s) together: use one rank per process\n",
+              launch.rankSource.c_str());
+      return 2;
+    }
+    weftUniqueId id;
+    weftComm_t base = nullptr;
+    if (!getenv("WEFT_COMM_ID")) {
+      fprintf(stderr, "weft-tune: launched as rank %d of %d but WEFT_COMM_ID is not set (benchmarks/weft-run sets it)\n",
+              launch.procRank, launch.nProcs);
+      return 2;
+    }
+    if (!ok(weftGetUniqueId(&id), "weftGetUniqueId") ||
+        !ok(weftCommInitRank(&base, launch.nProcs, id, launch.procRank), "weftCommInitRank"))
+      return 1;
+    int status = runRank(o, base, launch.procRank, launch.nProcs, "processes");
+    weftCommDestroy(base);
+    return launch.procRank == 0 ? status : 0;
   }
 
-  printf("# fitted: %s latency %.3f us/hop, bandwidth %.3f GB/s\n", o.socket ? "network" : "shm", link.latencyUs,
-         link.bandwidthGBs);
-  printf("%12s", "size");
-  for (Algo a : algos) printf(" %12s", weft::algo::algoName(a));
-  printf("   (model after fit, us)\n");
-  for (size_t b = 8; b <= (size_t(1) << 32); b *= 8) {
-    printf("%12zu", b);
-    for (Algo a : algos) printf(" %12.2f", weft::algo::estimateUs(Coll::AllReduce, a, probe(b)));
-    printf("\n");
-  }
-  char comment[256];
-  snprintf(comment, sizeof(comment), "measured by weft-tune with %d thread ranks over %s, sizes %zu and %zu bytes",
-           o.nranks, o.socket ? "sockets" : "shared memory", o.small, o.large);
-  try {
-    weft::saveTuneFile(o.out, in, comment);
-  } catch (const std::exception& e) {
-    fprintf(stderr, "weft-tune: %s\n", e.what());
-    return 1;
-  }
-  printf("# wrote %s\n", o.out.c_str());
-  return 0;
+  const int n = o.threads ? o.threads : 8;
+  std::vector<weftComm_t> bases(n);
+  if (!ok(weftCommInitAll(bases.data(), n, nullptr), "weftCommInitAll")) return 1;
+  std::vector<int> status(n);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < n; r++) threads.emplace_back([&, r] { status[r] = runRank(o, bases[r], r, n, "threads"); });
+  for (auto& t : threads) t.join();
+  for (weftComm_t c : bases) weftCommDestroy(c);
+  return status[0];
 }

@@ -33,7 +33,8 @@ class Runner {
   Runner(const plan::Plan& p, std::span<const BufferBinding> b, void* scratch, const kernels::RedOp& op,
          const HostExecContext& ctx)
       : plan_(p), bindings_(b), scratch_(static_cast<char*>(scratch)), op_(op), ctx_(ctx),
-        elem_(p.elemSize) {}
+        elem_(p.elemSize),
+        slice_(p.sliceBytes) {}
 
   void prepare(const FifoLookup& fifos) {
     // The cursors live in a per-thread pool that only grows, so repeated
@@ -60,6 +61,8 @@ class Runner {
   // a yielding waiter hands its core straight to the rank it waits for
   // (no futex wake-up latency), and one that has waited long sleeps on the
   // doorbell so it costs nothing.
+  static constexpr int64_t kSpinAloneNs = 50 * 1000;
+
   void run() {
     const int spins = spinCount();
     const int64_t yieldNs = yieldWindowNs();
@@ -88,8 +91,12 @@ class Runner {
         continue;
       }
       checkHealth(lastProgress, timeoutNs);
-      if (nowNs() - idleSince < yieldNs) {
-        if (ctx_.oversubscribed) sched_yield();
+      const int64_t waited = nowNs() - idleSince;
+      if (waited < yieldNs) {
+        // With a core per rank, a short wait is best spun through; a long
+        // one means the peer is not running (other load on the host), and
+        // spinning on would keep it off the core for a whole time slice.
+        if (ctx_.oversubscribed || waited > kSpinAloneNs) sched_yield();
         else cpuRelax();
         continue;
       }
@@ -154,7 +161,9 @@ class Runner {
     const bool usesFifo = st.nRecv || st.nSend;
     uint64_t n = st.count - cur.done;
     if (usesFifo) {
-      uint64_t piece = plan::pieceElems(FifoGeometry(f, st), elem_);
+      plan::FifoGeometry g = FifoGeometry(f, st);
+      if (slice_ && slice_ < g.slotBytes) g.slotBytes = slice_;
+      uint64_t piece = plan::pieceElems(g, elem_);
       if (n > piece) n = piece;
     }
     const uint64_t bytes = n * elem_;
@@ -238,6 +247,7 @@ class Runner {
   const kernels::RedOp& op_;
   const HostExecContext& ctx_;
   const uint32_t elem_;
+  const uint64_t slice_;  // piece bytes (0: the FIFO slot)
   std::span<ChannelCursor> cursors_;
 };
 

@@ -1,0 +1,51 @@
+#include "algorithms/pipeline_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace weft::algo {
+
+double pipelinedUs(plan::Coll c, Algo a, const CostInputs& in, int channels, uint64_t sliceBytes) {
+  if (!algoSupports(a, c)) return std::numeric_limits<double>::infinity();
+  const int n = std::max(in.nranks, 1);
+  if (n == 1) return in.intra.latencyUs;
+  const double L = hopLatencyUs(in);
+  const double ch = std::max(channels, 1);
+  // The bytes term at the bandwidth these channels reach.
+  const double W = linkBytesPerUs(in);
+  const double reach = in.channelBwGBs > 0 ? std::min(W, ch * 1e3 * in.channelBwGBs) : W;
+  const double bytesUs = bytesTermUs(c, a, in) * in.bwScale[static_cast<int>(a)] * W / std::max(reach, 1e-9);
+  const double perChannel = double(in.bytes) / ch;
+  const double slice = double(std::max<uint64_t>(sliceBytes, 1));
+  const bool ring = a == Algo::Ring && (c == plan::Coll::AllReduce || c == plan::Coll::ReduceScatter ||
+                                        c == plan::Coll::AllGather);
+  if (ring) {
+    // Steps in sequence, each moving one block per rank in S slices.
+    const double steps = c == plan::Coll::AllReduce ? 2.0 * (n - 1) : double(n - 1);
+    const double S = std::max(1.0, std::ceil(perChannel / n / slice));
+    return in.baseUs[static_cast<int>(a)] + steps * S * ch * L + bytesUs;
+  }
+  // A pipeline: depth in hops from the model's latency term.
+  const double depth = std::max(1.0, std::round(latencyTermUs(c, a, in) / std::max(L, 1e-9)));
+  const double S = std::max(1.0, std::ceil(perChannel / slice));
+  return in.baseUs[static_cast<int>(a)] + (depth + S - 1) * (ch * L + bytesUs / S);
+}
+
+CallShape shapeCall(plan::Coll c, Algo a, const CostInputs& in, const plan::FifoGeometry& g) {
+  CallShape best;
+  best.sliceBytes = g.slotBytes;
+  best.us = std::numeric_limits<double>::infinity();
+  const int maxCh = std::max(in.maxChannels, 1);
+  for (int ch = 1; ch <= maxCh; ch++)
+    for (uint64_t s = g.slotBytes;; s /= 2) {
+      const double t = pipelinedUs(c, a, in, ch, s);
+      // A shape must be clearly better (1%) to displace a simpler one.
+      if (t < best.us * 0.99) best = {ch, s, t};
+      // Below the call's size every slice is one piece: nothing changes.
+      if (s / 2 < kMinSliceBytes || (s / 2) % 64 || s / 2 >= in.bytes) break;
+    }
+  return best;
+}
+
+}  // namespace weft::algo

@@ -1,0 +1,55 @@
+#include "tools/weft-tune/fit.h"
+
+#include <algorithm>
+
+namespace weft::tune {
+
+using algo::Algo;
+using plan::Coll;
+
+algo::CostInputs fitCostInputs(const algo::CostInputs& start, const std::vector<SweepPoint>& points, bool network) {
+  algo::CostInputs in = start;
+  for (auto& c : in.measured) c = algo::MeasuredCurve{};
+  in.measuredRanks = in.measuredHosts = 0;
+  if (points.size() < 2) return in;
+  const SweepPoint& small = points.front();
+  const SweepPoint& large = points.back();
+  auto at = [&](size_t bytes) {
+    algo::CostInputs c = in;
+    c.bytes = bytes;
+    return c;
+  };
+  // The ring fixes the link: its latency term from the small size, its
+  // bandwidth from what is left of the large one.
+  const int ring = static_cast<int>(Algo::Ring);
+  algo::LinkParams& link = network ? in.inter : in.intra;
+  link.latencyUs = 1.0;
+  link.bandwidthGBs = 1.0;
+  if (network) in.intra = link;
+  const double latPerUnit = algo::latencyTermUs(Coll::AllReduce, Algo::Ring, at(small.bytes));
+  link.latencyUs = small.medianUs[ring] / std::max(latPerUnit, 1e-9);
+  if (network) in.intra.latencyUs = link.latencyUs;
+  const double bytesAtUnitBw = algo::bytesTermUs(Coll::AllReduce, Algo::Ring, at(large.bytes));
+  const double ringBytesUs =
+      std::max(large.medianUs[ring] - algo::latencyTermUs(Coll::AllReduce, Algo::Ring, at(large.bytes)), 1e-3);
+  link.bandwidthGBs = bytesAtUnitBw / ringBytesUs;
+  if (network) in.intra.bandwidthGBs = link.bandwidthGBs;
+  // The trees on top of that link: a fixed cost and a factor on bytes.
+  for (Algo a : {Algo::Tree, Algo::DoubleTree}) {
+    const int i = static_cast<int>(a);
+    in.baseUs[i] = 0;
+    in.bwScale[i] = 1;
+    in.baseUs[i] = std::max(0.0, small.medianUs[i] - algo::latencyTermUs(Coll::AllReduce, a, at(small.bytes)));
+    const double bytesUs = algo::bytesTermUs(Coll::AllReduce, a, at(large.bytes));
+    const double measured =
+        large.medianUs[i] - in.baseUs[i] - algo::latencyTermUs(Coll::AllReduce, a, at(large.bytes));
+    in.bwScale[i] = std::max(measured, 1e-3) / std::max(bytesUs, 1e-9);
+  }
+  in.measuredRanks = start.nranks;
+  in.measuredHosts = start.nHosts;
+  for (const SweepPoint& p : points)
+    for (int a = 0; a < algo::kNumAlgos; a++) in.measured[a].add(double(p.bytes), std::max(p.medianUs[a], 1e-3));
+  return in;
+}
+
+}  // namespace weft::tune
