@@ -259,6 +259,7 @@ weftComm* createComm(const weftUniqueId& id, int nranks, int rank, const weftCon
   });
 
   comm->algoFilter = algo::parseAlgoFilter(envString("WEFT_ALGO").value_or(""));
+  comm->checkCalls = envInt("WEFT_CHECK", 0) != 0;
   if (auto proto = envString("WEFT_PROTO"); proto && strcasecmp(proto->c_str(), "simple") != 0)
     raise(weftInvalidArgument, "WEFT_PROTO=%s: host buffers use the Simple protocol only", proto->c_str());
   std::vector<uint64_t> hosts;

@@ -103,6 +103,10 @@ struct weftComm {
   std::vector<weft::UserRedOp> userOps;  // index = op - weftNumOps
 
   uint64_t splitSeq = 0;  // CommSplit calls so far (tags their messages)
+  // WEFT_CHECK: compare every collective's arguments across ranks first
+  // (src/core/call_check.h); collectives checked so far.
+  bool checkCalls = false;
+  uint64_t checkedCalls = 0;
 
   weftComm();
   ~weftComm();

@@ -10,6 +10,7 @@
 #include "algorithms/ring.h"
 #include "algorithms/selector.h"
 #include "algorithms/tree.h"
+#include "src/core/call_check.h"
 #include "src/core/comm.h"
 #include "src/core/connections.h"
 #include "src/core/plan_cache.h"
@@ -84,6 +85,7 @@ plan::Plan buildPlan(weftComm_t comm, algo::Algo which, const algo::CollArgs& a)
 }
 
 void runCollective(weftComm_t comm, const OpDesc& op) {
+  if (comm->checkCalls) checkCallAcrossRanks(comm, op);
   algo::CollArgs a;
   a.coll = op.coll;
   a.nranks = comm->nranks;
