@@ -92,6 +92,7 @@ WEFT_API weftResult_t weftCommInitAll(weftComm_t* comms, int ndev, const int* de
     weftUniqueId id;
     createUniqueId(&id, idTimeoutMs());
     std::vector<weftResult_t> results(ndev, weftSuccess);
+    std::vector<std::string> errors(ndev);  // each rank's thread-local last error
     std::vector<std::thread> threads;
     for (int r = 0; r < ndev; r++)
       threads.emplace_back([&, r] {
@@ -103,13 +104,16 @@ WEFT_API weftResult_t weftCommInitAll(weftComm_t* comms, int ndev, const int* de
         });
         if (results[r] == weftSuccess) results[r] = weftCommInitRank(&comms[r], ndev, id, r);
         if (results[r] == weftSuccess && devlist) comms[r]->cudaDev = devlist[r];
+        if (results[r] != weftSuccess) errors[r] = weftGetLastError(nullptr);
       });
     for (auto& t : threads) t.join();
     for (int r = 0; r < ndev; r++)
       if (results[r] != weftSuccess) {
         for (int k = 0; k < ndev; k++)
           if (results[k] == weftSuccess) weftCommAbort(comms[k]);
-        return results[r];
+        // The ranks ran on threads of their own: their error texts must
+        // reach the caller's weftGetLastError.
+        raise(results[r], "weftCommInitAll: rank %d: %s", r, errors[r].c_str());
       }
     return weftSuccess;
   });

@@ -260,6 +260,18 @@ weftComm* createComm(const weftUniqueId& id, int nranks, int rank, const weftCon
 
   comm->algoFilter = algo::parseAlgoFilter(envString("WEFT_ALGO").value_or(""));
   comm->checkCalls = envInt("WEFT_CHECK", 0) != 0;
+  if (int64_t s = envInt("WEFT_SLICE_BYTES", 0)) {
+    if (s < 64 || uint64_t(s) > comm->geometry.slotBytes)
+      raise(weftInvalidArgument, "WEFT_SLICE_BYTES=%ld must be between 64 and the FIFO slot (%lu bytes)",
+            static_cast<long>(s), static_cast<unsigned long>(comm->geometry.slotBytes));
+    comm->sliceOverride = uint64_t(s) / 64 * 64;
+  }
+  if (int64_t c = envInt("WEFT_CALL_CHANNELS", 0)) {
+    if (c < 1 || c > comm->nChannels)
+      raise(weftInvalidArgument, "WEFT_CALL_CHANNELS=%ld must be between 1 and the communicator's %d channel(s) "
+            "(WEFT_NCHANNELS)", static_cast<long>(c), comm->nChannels);
+    comm->channelsOverride = int(c);
+  }
   if (auto proto = envString("WEFT_PROTO"); proto && strcasecmp(proto->c_str(), "simple") != 0)
     raise(weftInvalidArgument, "WEFT_PROTO=%s: host buffers use the Simple protocol only", proto->c_str());
   std::vector<uint64_t> hosts;

@@ -106,6 +106,10 @@ struct weftComm {
   // WEFT_CHECK: compare every collective's arguments across ranks first
   // (src/core/call_check.h); collectives checked so far.
   bool checkCalls = false;
+  // WEFT_SLICE_BYTES / WEFT_CALL_CHANNELS: pin the per-call shape the
+  // pipeline model would choose (0: let it choose).
+  uint64_t sliceOverride = 0;
+  int channelsOverride = 0;
   uint64_t checkedCalls = 0;
 
   weftComm();

@@ -60,6 +60,8 @@ algo::CallChoice chooseAlgo(weftComm_t comm, const OpDesc& op) {
   algo::CostInputs in = comm->costBase;
   in.bytes = busBytes(op, comm->nranks);
   algo::CallChoice choice = algo::selectCall(op.coll, in, comm->algoFilter, comm->geometry);
+  if (comm->sliceOverride) choice.shape.sliceBytes = comm->sliceOverride;
+  if (comm->channelsOverride) choice.shape.nChannels = comm->channelsOverride;
   const algo::Algo a = choice.algo;
   if (logEnabled(LogLevel::Info, kTune)) {
     std::string all;
