@@ -67,6 +67,37 @@ class ParserTest(unittest.TestCase):
             self.assertTrue(svg.startswith("<svg"))
             self.assertEqual(svg.count("<polyline"), 2)
 
+    def test_baseline_flags_slower_sizes_and_wrong_results(self):
+        header = ("#       size         count      type   redop    root     time   algbw   busbw  #wrong"
+                  "     time   algbw   busbw  #wrong \n")
+        def run(rows):
+            return header + "".join("%12d %13d     float     sum      -1 %8.2f    0.00    0.00 %6d %8.2f    0.00"
+                                    "    0.00 %6d\n" % (size, size // 4, t, wrong, t, wrong)
+                                    for size, t, wrong in rows)
+        with tempfile.TemporaryDirectory() as tmp:
+            base, same, slow = (os.path.join(tmp, n) for n in ("base.txt", "same.txt", "slow.txt"))
+            with open(base, "w") as f:
+                f.write(run([(1024, 10.0, 0), (1048576, 1000.0, 0)]))
+            with open(same, "w") as f:
+                f.write(run([(1024, 10.5, 0), (1048576, 950.0, 0)]))  # 5% slower, 5% faster: fine
+            with open(slow, "w") as f:
+                f.write(run([(1024, 10.0, 3), (1048576, 1250.0, 0)]))  # wrong results; 20% slower
+            out = io.StringIO()
+            with redirect_stdout(out):
+                self.assertEqual(weft_plot.main(["--baseline", base, same]), 0)
+            self.assertIn("# 0 regression(s)", out.getvalue())
+            out = io.StringIO()
+            with redirect_stdout(out):
+                self.assertEqual(weft_plot.main(["--baseline", base, slow]), 3)
+            text = out.getvalue()
+            self.assertIn("WRONG 3", text)
+            self.assertTrue(any(l.split()[0] == "1M" and l.endswith("SLOWER") for l in text.splitlines()), text)
+            self.assertIn("# 2 regression(s)", text)
+            out = io.StringIO()
+            with redirect_stdout(out):
+                self.assertEqual(weft_plot.main(["--baseline", base, slow, "--tolerance", "0.3"]), 3)  # still wrong
+            self.assertIn("# 1 regression(s)", out.getvalue())
+
     def test_empty_input_fails(self):
         with tempfile.NamedTemporaryFile("w", suffix=".txt") as empty:
             empty.write("# nothing here\n")
