@@ -28,6 +28,11 @@ struct PeerInfo {
   uint64_t processHash = 0; // distinguishes processes across hosts
   int32_t cudaDev = -1;
   int32_t ibUsable = 0;     // 1 when this process has a usable IB/RoCE port
+  // ib::GdrMode (0 = staged) this rank's device-buffer traffic over IB would
+  // use: when either end of an edge can do GPUDirect RDMA, the pair's device
+  // traffic gets IB connections of its own.
+  int32_t gdrMode = 0;
+  int32_t pad = 0;          // no undefined bytes in what is all-gathered
   uint64_t bellAddr = 0;    // address of this rank's executor doorbell in its own process
   char bellShmName[64] = {};  // POSIX shm segment holding that doorbell
   char hostname[64] = {};

@@ -11,6 +11,7 @@
 #include <strings.h>
 
 #include "src/core/connections.h"
+#include "src/core/gdr_choice.h"
 #include "src/core/host_identity.h"
 #include "src/core/plan_cache.h"
 #include "src/core/tune_file.h"
@@ -227,6 +228,8 @@ weftComm* createComm(const weftUniqueId& id, int nranks, int rank, const weftCon
   snprintf(self.hostname, sizeof(self.hostname), "%s", hostName().c_str());
   self.ibUsable = ibUnusableReason().empty() ? 1 : 0;
   self.cudaDev = comm->cudaDev;
+  comm->gdr = chooseDeviceGdr(rank, comm->cudaDev, self.ibUsable);
+  self.gdrMode = static_cast<int32_t>(comm->gdr.mode);
   comm->peers.resize(nranks);
   comm->peers[rank] = self;
   comm->bootstrap->allGather(comm->peers.data(), sizeof(PeerInfo));

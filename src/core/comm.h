@@ -15,6 +15,7 @@
 #include "src/bootstrap/bootstrap.h"
 #include "src/kernels/reduce.h"
 #include "src/topology/rings.h"
+#include "transports/ib/gdr_decision.h"
 #include "transports/shm/shm_segment.h"
 #include "transports/transport.h"
 #include "weft/weft.h"
@@ -74,6 +75,10 @@ struct weftComm {
   // could use (transportFor: "p2p" or "shm"; "" for other hosts).
   std::vector<std::vector<int>> ringOrders;
   std::vector<std::string> peerTopoKind;
+
+  // How this rank's device-buffer traffic over IB moves (GPUDirect RDMA or
+  // staged) and why; its mode is also in peers[rank].gdrMode.
+  weft::ib::GdrDecision gdr;
 
   std::unique_ptr<weft::Connections> connections;
   std::unique_ptr<weft::PlanCache> plans;

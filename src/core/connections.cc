@@ -6,6 +6,7 @@
 
 #include "src/core/comm.h"
 #include "src/topology/route.h"
+#include "transports/ib/gdr_log.h"
 #include "transports/ib/ib_transport.h"
 #include "transports/p2p/p2p_transport.h"
 #include "src/util/env.h"
@@ -30,6 +31,7 @@ Connections::Connections(weftComm* comm) : comm_(comm) {
   socket_ = makeSocketTransport();
   ib_ = makeIbTransport();
   p2p_ = makeP2pTransport();
+  ibDevice_ = makeIbDeviceTransport(comm->gdr, comm->cudaDev);
 }
 
 Connections::~Connections() = default;
@@ -38,7 +40,7 @@ Connections::~Connections() = default;
 // know: the two PeerInfos, the topology of their host (same file or the
 // same detection on both) and the environment (which must agree across
 // ranks). The decision itself is topo::chooseRoute, unit-tested there.
-Transport* Connections::choose(int peer, std::string* why) {
+topo::RouteQuery Connections::routeQuery(int peer) const {
   const PeerInfo& me = ctx_.self();
   const PeerInfo& other = ctx_.peer(peer);
   topo::RouteQuery q;
@@ -49,8 +51,14 @@ Transport* Connections::choose(int peer, std::string* why) {
   q.selfIb = me.ibUsable;
   q.peerIb = other.ibUsable;
   q.peer = peer;
-  if (!q.selfIb) q.selfIbProblem = ibUnusableReason();
   if (peer < static_cast<int>(comm_->peerTopoKind.size())) q.topoKind = comm_->peerTopoKind[peer];
+  return q;
+}
+
+Transport* Connections::choose(int peer, std::string* why) {
+  const PeerInfo& me = ctx_.self();
+  topo::RouteQuery q = routeQuery(peer);
+  if (!q.selfIb) q.selfIbProblem = ibUnusableReason();
   topo::RouteDecision d = topo::chooseRoute(q);
   *why = d.why;
   if (d.impossible)
@@ -72,6 +80,28 @@ bool Connections::deviceP2p(int peer, std::string* why) const {
   return !envBool("WEFT_P2P_DISABLE", false) && p2p_->canConnect(ctx_, peer, why);
 }
 
+// Both ends reach the same path: p2p's answer, the route and the two
+// PeerInfo.gdrMode values are shared facts.
+Connections::DeviceRoute Connections::deviceRoute(int peer) const {
+  DeviceRoute r;
+  std::string p2pWhy;
+  const bool p2p = deviceP2p(peer, &p2pWhy);
+  r.hostRoute = p2p ? topo::Route::Shm : topo::chooseRoute(routeQuery(peer)).route;
+  topo::DevicePathDecision d =
+      topo::chooseDevicePath(p2p, r.hostRoute, ctx_.self().gdrMode != 0, ctx_.peer(peer).gdrMode != 0);
+  r.path = d.path;
+  r.why = p2p ? p2pWhy : d.why;
+  return r;
+}
+
+bool Connections::ownDeviceEdge(int peer, int conn, bool sending) {
+  DeviceRoute r = deviceRoute(peer);
+  if (r.path == topo::DevicePath::Host && r.hostRoute == topo::Route::Ib &&
+      stagedLogged_.insert({peer, conn, sending}).second)
+    ib::logDeviceEdge(comm_->rank, peer, sending, comm_->gdr);
+  return r.path != topo::DevicePath::Host;
+}
+
 void Connections::connectEdges(std::vector<Edge> edges) {
   std::sort(edges.begin(), edges.end());
   for (const Edge& e : edges) {
@@ -80,8 +110,16 @@ void Connections::connectEdges(std::vector<Edge> edges) {
     auto& table = sending ? sends_ : recvs_;
     if (table.count({peer, e.conn, e.device})) continue;
     std::string why;
-    Transport* t = e.device ? p2p_.get() : choose(peer, &why);
-    if (e.device) deviceP2p(peer, &why);
+    Transport* t = nullptr;
+    if (e.device) {
+      DeviceRoute r = deviceRoute(peer);
+      if (r.path == topo::DevicePath::Host)
+        raise(weftInternalError, "device edge to rank %d has no connection of its own", peer);
+      t = r.path == topo::DevicePath::P2p ? p2p_.get() : ibDevice_.get();
+      why = r.why;
+    } else {
+      t = choose(peer, &why);
+    }
     const uint64_t tag = kTagConnect | (uint64_t(e.device) << 52) | (uint64_t(e.conn) << 44) |
                          (uint64_t(e.sender) << 22) | uint64_t(e.receiver);
     std::unique_ptr<Connection> c = sending ? t->connectSend(ctx_, peer, tag) : t->connectRecv(ctx_, peer, tag);
@@ -94,15 +132,14 @@ void Connections::connectEdges(std::vector<Edge> edges) {
 void Connections::ensure(const plan::Plan& p, bool device) {
   std::set<Edge> need;
   const int me = comm_->rank;
-  std::string why;
   for (const auto& ch : p.channels)
     for (const auto& st : ch.steps) {
       for (int i = 0; i < st.nSend; i++) {
-        bool dev = device && deviceP2p(st.sendPeer[i], &why);
+        bool dev = device && ownDeviceEdge(st.sendPeer[i], st.conn, true);
         if (!sends_.count({st.sendPeer[i], st.conn, dev})) need.insert({me, st.sendPeer[i], st.conn, dev});
       }
       for (int i = 0; i < st.nRecv; i++) {
-        bool dev = device && deviceP2p(st.recvPeer[i], &why);
+        bool dev = device && ownDeviceEdge(st.recvPeer[i], st.conn, false);
         if (!recvs_.count({st.recvPeer[i], st.conn, dev})) need.insert({st.recvPeer[i], me, st.conn, dev});
       }
     }
@@ -122,8 +159,8 @@ void Connections::ensureRing(const std::vector<int>& order, int nChannels) {
   connectEdges(edges);
 }
 
-// Device traffic uses the peer's p2p connection when one exists, else the
-// host connection.
+// Device traffic uses the peer's own device connection (p2p, or IB with
+// GPUDirect RDMA) when one exists, else the host connection.
 const Connection* Connections::find(const std::map<Key, std::unique_ptr<Connection>>& table, int peer, int conn,
                                     bool device) const {
   if (device)

@@ -11,8 +11,10 @@ namespace weft::cuda {
 constexpr int kMaxDeviceBindings = 64;  // (send, recv) pairs per launch
 constexpr int kMaxDeviceChannels = 64;  // CTAs per launch
 
-// One FIFO end, as the device sees it. hdr points at a FifoHeader (in the
-// peer GPU's memory for p2p, in pinned mapped host memory for shm/socket/ib).
+// One FIFO end, as the device sees it. The counters are a FifoHeader's (in
+// the peer GPU's memory for p2p, in pinned mapped host memory for
+// shm/socket/ib); the slots are next to them, except for ib with GPUDirect
+// RDMA, where they are in this GPU's memory.
 struct DevFifo {
   uint32_t* posted;    // &hdr->posted
   uint32_t* consumed;  // &hdr->consumed

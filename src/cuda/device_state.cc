@@ -110,8 +110,22 @@ DevFifo DeviceState::fifoView(const FifoEnd& e) {
     } else {
       mappings_.emplace_back(hdrHost, sizeof(FifoHeader));
       hdrDev = static_cast<char*>(mappings_.back().device(hdrHost));
-      mappings_.emplace_back(e.data, slots);
-      dataDev = static_cast<char*>(mappings_.back().device(e.data));
+      cudaPointerAttributes d{};
+      const bool slotsOnDevice = cudaPointerGetAttributes(&d, e.data) == cudaSuccess && d.type == cudaMemoryTypeDevice;
+      (void)cudaGetLastError();
+      if (slotsOnDevice) {
+        // GPUDirect RDMA (ib): the HCA moves the slots in and out of this
+        // GPU's memory; only the header is host memory, for the proxy.
+        if (d.device != device_)
+          raise(weftInvalidUsage,
+                "device executor: a FIFO's slots are on GPU %d but this communicator's device work runs on GPU %d "
+                "(the rank's CUDA device at init must be the device of its buffers)",
+                d.device, device_);
+        dataDev = e.data;
+      } else {
+        mappings_.emplace_back(e.data, slots);
+        dataDev = static_cast<char*>(mappings_.back().device(e.data));
+      }
     }
   }
   if (h.magic != kFifoMagic || h.nSlots == 0 || h.nSlots > kFifoMaxSlots)

@@ -40,4 +40,22 @@ RouteDecision chooseRoute(const RouteQuery& q) {
   return d;
 }
 
+const char* toString(DevicePath p) {
+  switch (p) {
+    case DevicePath::Host: return "host connection";
+    case DevicePath::P2p: return "P2P";
+    case DevicePath::Ib: return "NET/IB device connection";
+  }
+  return "?";
+}
+
+DevicePathDecision chooseDevicePath(bool p2p, Route hostRoute, bool selfGdr, bool peerGdr) {
+  if (p2p) return {DevicePath::P2p, "GPUs reach each other"};
+  if (hostRoute != Route::Ib) return {DevicePath::Host, "no GPU peer access, not over IB"};
+  if (selfGdr && peerGdr) return {DevicePath::Ib, "GPU Direct RDMA at both ends"};
+  if (selfGdr) return {DevicePath::Ib, "GPU Direct RDMA at this end"};
+  if (peerGdr) return {DevicePath::Ib, "GPU Direct RDMA at the peer's end"};
+  return {DevicePath::Host, "no GPU Direct RDMA at either end"};
+}
+
 }  // namespace weft::topo

@@ -36,4 +36,26 @@ struct RouteDecision {
 // sockets are not forced; else Socket.
 RouteDecision chooseRoute(const RouteQuery& q);
 
+// How device-buffer traffic between two ranks moves.
+enum class DevicePath {
+  Host,  // the pair's host connection, its FIFO mapped for the GPU
+  P2p,   // p2p FIFOs in GPU memory (GPUs of one host that reach each other)
+  Ib,    // IB connections of their own; each end puts its slots in GPU
+         // memory when it can do GPUDirect RDMA, else in host memory
+};
+const char* toString(DevicePath p);
+
+struct DevicePathDecision {
+  DevicePath path = DevicePath::Host;
+  std::string why;  // for the connection log line, as seen from this end
+};
+
+// p2p: the two GPUs reach each other (p2p transport's canConnect);
+// hostRoute: what chooseRoute gave the pair; selfGdr/peerGdr: whether each
+// end's device traffic over IB could use GPUDirect RDMA (PeerInfo.gdrMode).
+// IB gets device connections of its own when at least one end can: the
+// other end then stages, but the first still saves its copy over PCIe.
+// The path (not `why`) is the same whichever end asks.
+DevicePathDecision chooseDevicePath(bool p2p, Route hostRoute, bool selfGdr, bool peerGdr);
+
 }  // namespace weft::topo

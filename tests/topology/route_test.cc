@@ -80,3 +80,31 @@ TEST(Route, SymmetricOnShippedFiles) {
 
 }  // namespace
 }  // namespace weft::topo
+
+namespace weft::topo {
+namespace {
+
+// Device-buffer traffic: both ends must reach the same path from shared
+// facts, whichever of them asks.
+TEST(DevicePath, P2pFirstThenIbWhenEitherEndHasGpuDirect) {
+  EXPECT_EQ(chooseDevicePath(true, Route::Ib, true, true).path, DevicePath::P2p);
+  EXPECT_EQ(chooseDevicePath(true, Route::Shm, false, false).path, DevicePath::P2p);
+  for (Route r : {Route::Shm, Route::Socket})
+    for (bool self : {false, true})
+      for (bool peer : {false, true}) EXPECT_EQ(chooseDevicePath(false, r, self, peer).path, DevicePath::Host);
+  EXPECT_EQ(chooseDevicePath(false, Route::Ib, false, false).path, DevicePath::Host);
+  EXPECT_EQ(chooseDevicePath(false, Route::Ib, false, false).why, "no GPU Direct RDMA at either end");
+  for (bool self : {false, true})
+    for (bool peer : {false, true}) {
+      DevicePathDecision mine = chooseDevicePath(false, Route::Ib, self, peer);
+      DevicePathDecision theirs = chooseDevicePath(false, Route::Ib, peer, self);
+      EXPECT_EQ(mine.path, theirs.path) << self << peer;
+      EXPECT_EQ(mine.path == DevicePath::Ib, self || peer);
+    }
+  EXPECT_EQ(chooseDevicePath(false, Route::Ib, true, false).why, "GPU Direct RDMA at this end");
+  EXPECT_EQ(chooseDevicePath(false, Route::Ib, false, true).why, "GPU Direct RDMA at the peer's end");
+  EXPECT_EQ(chooseDevicePath(false, Route::Ib, true, true).why, "GPU Direct RDMA at both ends");
+}
+
+}  // namespace
+}  // namespace weft::topo

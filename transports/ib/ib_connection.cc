@@ -6,8 +6,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
-#include <map>
-#include <mutex>
+#include <optional>
 #include <random>
 #include <thread>
 #include <vector>
@@ -17,7 +16,11 @@
 #include "src/util/log.h"
 #include "transports/ib/conn_info.h"
 #include "transports/ib/credits.h"
-#include "transports/ib/mr_cache.h"
+#include "transports/ib/fifo_memory.h"
+#include "transports/ib/flush_qp.h"
+#include "transports/ib/flush_schedule.h"
+#include "transports/ib/gdr_log.h"
+#include "transports/ib/ib_device.h"
 #include "transports/ib/verbs_loader.h"
 
 namespace weft::ib {
@@ -28,56 +31,8 @@ constexpr size_t kPage = 4096;
 constexpr uint32_t kMaxCreditWrites = 4;  // unacknowledged credit writes per connection
 constexpr uint32_t kReadyWord = 0x52454459;  // "REDY"
 constexpr int kPollBatch = 16;
-
-// One opened HCA shared by every connection of the process that uses it:
-// one protection domain, one registration cache.
-struct IbDevice {
-  const Verbs* v = nullptr;
-  std::string name;
-  ibv_context* ctx = nullptr;
-  ibv_pd* pd = nullptr;
-  std::unique_ptr<MrCache> mrs;
-
-  ~IbDevice() {
-    mrs.reset();
-    if (pd) v->deallocPd(pd);
-    if (ctx) v->closeDevice(ctx);
-  }
-};
-
-std::shared_ptr<IbDevice> openDevice(const Verbs* v, const std::string& name) {
-  static std::mutex mu;
-  static std::map<std::string, std::weak_ptr<IbDevice>> open;
-  std::lock_guard<std::mutex> lock(mu);
-  if (auto d = open[name].lock()) return d;
-  int n = 0;
-  ibv_device** list = v->getDeviceList(&n);
-  if (!list) raise(weftSystemError, "NET/IB: ibv_get_device_list failed while opening %s", name.c_str());
-  auto dev = std::make_shared<IbDevice>();
-  dev->v = v;
-  dev->name = name;
-  for (int i = 0; i < n && !dev->ctx; ++i)
-    if (name == v->getDeviceName(list[i])) dev->ctx = v->openDevice(list[i]);
-  v->freeDeviceList(list);
-  if (!dev->ctx) raise(weftSystemError, "NET/IB: cannot open device %s", name.c_str());
-  dev->pd = v->allocPd(dev->ctx);
-  if (!dev->pd) raise(weftSystemError, "NET/IB: ibv_alloc_pd on %s failed", name.c_str());
-  ibv_pd* pd = dev->pd;
-  std::string devName = name;
-  dev->mrs = std::make_unique<MrCache>(
-      [v, pd, devName](uintptr_t base, size_t bytes) {
-        ibv_mr* mr = v->regMr(pd, reinterpret_cast<void*>(base), bytes,
-                              IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
-        if (!mr)
-          raise(weftSystemError,
-                "NET/IB: ibv_reg_mr of %zu bytes on %s failed: %s (is `ulimit -l` unlimited?)", bytes,
-                devName.c_str(), std::strerror(errno));
-        return MrKeys{mr, mr->lkey, mr->rkey};
-      },
-      [v](const MrKeys& k) { v->deregMr(static_cast<ibv_mr*>(k.handle)); });
-  open[name] = dev;
-  return dev;
-}
+// Where in the credit page a GPU flush read lands (past the credit words).
+constexpr size_t kFlushLandingWord = 64;
 
 ibv_mtu minMtu(uint8_t a, uint8_t b) { return static_cast<ibv_mtu>(a < b ? a : b); }
 
@@ -95,7 +50,8 @@ const char* completionHint(ibv_wc_status s) {
 
 class IbConnection : public Connection {
  public:
-  IbConnection(ConnectContext& ctx, int peer, bool isSender, const IbPortChoice& choice, const IbConfig& cfg)
+  IbConnection(ConnectContext& ctx, int peer, bool isSender, const IbPortChoice& choice, const IbConfig& cfg,
+               const DevicePlacement* device)
       : rank_(ctx.rank),
         peer_(peer),
         peerHost_(ctx.peer(peer).hostname),
@@ -103,25 +59,28 @@ class IbConnection : public Connection {
         choice_(choice),
         cfg_(cfg),
         abortFlag_(ctx.abortFlag),
-        onAsyncError_(ctx.onAsyncError) {}
+        onAsyncError_(ctx.onAsyncError) {
+    if (device) device_ = *device;
+  }
 
   ~IbConnection() override {
     stop_.store(true, std::memory_order_release);
     ring(&proxyBell_);
     if (proxy_.joinable()) proxy_.join();
     const Verbs* v = dev_ ? dev_->v : nullptr;
+    flushQp_.reset();
     for (ibv_qp* qp : qps_) v->destroyQp(qp);
     if (cq_) v->destroyCq(cq_);
-    if (fifoMr_.handle) dev_->mrs->release(fifoMr_);
-    if (creditMr_.handle) dev_->mrs->release(creditMr_);
-    std::free(fifoMem_);
+    fifo_.reset();
+    if (creditMr_.handle) dev_->hostMrs->release(creditMr_);
     std::free(creditMem_);
   }
 
   FifoEnd fifo() const override { return end_; }
   std::string describe() const override {
     return "NET/IB/" + choice_.port.dev + ":" + std::to_string(choice_.port.port) + "/" +
-           linkLayerName(choice_.port.linkLayer) + (cfg_.qpsPerConnection > 1 ? "/" + std::to_string(qps_.size()) + "QPs" : "");
+           linkLayerName(choice_.port.linkLayer) +
+           (cfg_.qpsPerConnection > 1 ? "/" + std::to_string(qps_.size()) + "QPs" : "") + gdrSuffix();
   }
 
   void connect(ConnectContext& ctx, uint64_t tag);
@@ -131,12 +90,21 @@ class IbConnection : public Connection {
     return choice_.port.dev + ":" + std::to_string(choice_.port.port) + (isSender_ ? " to" : " from") + " rank " +
            std::to_string(peer_) + " (" + peerHost_ + ")";
   }
+  std::string gdrSuffix() const {
+    if (!fifo_) return "";
+    if (fifo_->mode() == GdrMode::DmaBuf) return "/GDR-dmabuf";
+    if (fifo_->mode() == GdrMode::PeerMem) return "/GDR-peermem";
+    return "";
+  }
+  bool wantsGpuSlots() const { return device_ && device_->gdr.mode != GdrMode::Staged; }
   void createQueues(uint32_t nSlots);
+  void placeSlots(uint32_t nSlots, uint64_t slotBytes, const LoopbackAddress& self);
+  void postFlush(FlushSchedule& flush);
   void toReadyToSend(const ConnInfo& remote);
   void postRecv(size_t qpIndex);
   void proxyMain();
   bool senderStep(CreditWindow& credits, InOrderWindow& done, uint32_t& sent);
-  bool receiverStep(CreditReturn& credits, InOrderWindow& arrived);
+  bool receiverStep(CreditReturn& credits, InOrderWindow& arrived, FlushSchedule& flush, uint32_t& received);
   void completionError(const ibv_wc& wc);
   // Marks the FIFO failed (both executors stop waiting) and reports the
   // communicator's async error. `logged`: raise() already printed msg.
@@ -150,12 +118,14 @@ class IbConnection : public Connection {
   const std::atomic<bool>* abortFlag_;
   std::function<void(weftResult_t, const std::string&)> onAsyncError_;
 
+  std::optional<DevicePlacement> device_;  // set for device-buffer traffic
+
   std::shared_ptr<IbDevice> dev_;
   ibv_cq* cq_ = nullptr;
   std::vector<ibv_qp*> qps_;
   uint32_t psn_ = 0;
-  void* fifoMem_ = nullptr;
-  MrKeys fifoMr_;
+  std::unique_ptr<IbFifoMemory> fifo_;
+  std::unique_ptr<FlushQp> flushQp_;  // receiver with GPU slots, flush on
   // Sender: word 0 receives the peer's consumed counter. Receiver: a ring of
   // source words for the credit writes (each stays unchanged while its
   // write is in flight).
@@ -173,6 +143,7 @@ void IbConnection::createQueues(uint32_t nSlots) {
   const Verbs* v = dev_->v;
   int nQps = cfg_.qpsPerConnection;
   int cqe = nQps * static_cast<int>(2 * nSlots + kMaxCreditWrites + 4) + 16;
+  if (wantsGpuSlots()) cqe += 2;  // the flush read in flight
   cq_ = v->createCq(dev_->ctx, cqe, nullptr, nullptr, 0);
   if (!cq_) raise(weftSystemError, "NET/IB: ibv_create_cq(%d) on %s failed: %s", cqe, where().c_str(), std::strerror(errno));
   for (int q = 0; q < nQps; ++q) {
@@ -255,7 +226,7 @@ void IbConnection::connect(ConnectContext& ctx, uint64_t tag) {
   std::string why;
   const Verbs* v = loadVerbs(&why);
   if (!v) raise(weftSystemError, "NET/IB: libibverbs not available: %s", why.c_str());
-  dev_ = openDevice(v, choice_.port.dev);
+  dev_ = openIbDevice(v, choice_.port.dev);
   uint8_t portNum = static_cast<uint8_t>(choice_.port.port);
   ibv_port_attr pattr{};
   if (v->queryPort(dev_->ctx, portNum, &pattr) != 0)
@@ -273,19 +244,23 @@ void IbConnection::connect(ConnectContext& ctx, uint64_t tag) {
           static_cast<unsigned long>(slotBytes), static_cast<unsigned long>(kImmMaxBytes));
   createQueues(nSlots);
 
-  size_t fifoLen = fifoBytes(nSlots, slotBytes);
-  fifoMem_ = std::aligned_alloc(kPage, (fifoLen + kPage - 1) / kPage * kPage);
+  LoopbackAddress self;
+  self.port = portNum;
+  self.roce = choice_.port.linkLayer == LinkLayer::Ethernet;
+  self.lid = pattr.lid;
+  self.gid = gid;
+  self.gidIndex = choice_.gidIndex;
+  self.mtu = pattr.active_mtu;
+  placeSlots(nSlots, slotBytes, self);
   creditMem_ = static_cast<uint64_t*>(std::aligned_alloc(kPage, kPage));
-  if (!fifoMem_ || !creditMem_) raise(weftSystemError, "NET/IB: out of memory for a %zu-byte FIFO", fifoLen);
+  if (!creditMem_) raise(weftSystemError, "NET/IB: out of memory for a credit page");
   std::memset(creditMem_, 0, kPage);
-  FifoHeader* hdr = fifoInit(fifoMem_, nSlots, slotBytes);
-  end_.hdr = hdr;
-  end_.data = static_cast<char*>(fifoMem_) + hdr->dataOffset;
+  end_.hdr = fifo_->hdr();
+  end_.data = fifo_->data();
   // The executor sleeps on its own bell; the proxy on proxyBell_.
   end_.producerBell = isSender_ ? ctx.localBell : &proxyBell_;
   end_.consumerBell = isSender_ ? &proxyBell_ : ctx.localBell;
-  fifoMr_ = dev_->mrs->acquire(fifoMem_, fifoLen);
-  creditMr_ = dev_->mrs->acquire(creditMem_, kPage);
+  creditMr_ = dev_->hostMrs->acquire(creditMem_, kPage);
 
   if (!isSender_)
     for (size_t q = 0; q < qps_.size(); ++q)
@@ -312,7 +287,7 @@ void IbConnection::connect(ConnectContext& ctx, uint64_t tag) {
     mine.creditRkey = creditMr_.rkey;
   } else {
     mine.fifoAddr = reinterpret_cast<uint64_t>(end_.data);
-    mine.fifoRkey = fifoMr_.rkey;
+    mine.fifoRkey = fifo_->slotKeys().rkey;
   }
   remote_.mtu = mine.mtu;  // toReadyToSend takes the smaller of the two
 
@@ -351,6 +326,31 @@ void IbConnection::connect(ConnectContext& ctx, uint64_t tag) {
   WEFT_INFO(kNet | kInit, "NET/IB: rank %d %s rank %d via %s, GID index %d, MTU %d, %zu QP(s), %u slots of %lu bytes",
             rank_, isSender_ ? "->" : "<-", peer_, describe().c_str(), choice_.gidIndex, 128 << pattr.active_mtu,
             qps_.size(), nSlots, static_cast<unsigned long>(slotBytes));
+  if (device_) {
+    std::string detail;
+    if (!isSender_ && fifo_->mode() != GdrMode::Staged)
+      detail = flushQp_ ? "flush by RDMA read" : "no flush: WEFT_GDR_FLUSH_DISABLE";
+    logDeviceEdge(rank_, peer_, isSender_, device_->gdr, detail);
+  }
+}
+
+void IbConnection::placeSlots(uint32_t nSlots, uint64_t slotBytes, const LoopbackAddress& self) {
+  if (wantsGpuSlots()) {
+    try {
+      fifo_ = std::make_unique<IbFifoMemory>(dev_, device_->gdr.mode, device_->cudaDev, nSlots, slotBytes);
+      if (!isSender_ && device_->flush) flushQp_ = std::make_unique<FlushQp>(*dev_, cq_, self, cfg_, where());
+      return;
+    } catch (const Error& e) {
+      // The cause is already logged (raise warns); say what happens next.
+      flushQp_.reset();
+      fifo_.reset();
+      WEFT_WARN("NET/IB: %s: GPU Direct RDMA (%s) not possible for GPU %d; this connection stages through host "
+                "memory",
+                where().c_str(), gdrModeName(device_->gdr.mode), device_->cudaDev);
+      device_->gdr = GdrDecision{GdrMode::Staged, std::string("GPU memory registration failed: ") + e.what()};
+    }
+  }
+  fifo_ = std::make_unique<IbFifoMemory>(dev_, nSlots, slotBytes);
 }
 
 void IbConnection::failAsync(const std::string& msg, bool logged) {
@@ -369,9 +369,9 @@ void IbConnection::completionError(const ibv_wc& wc) {
   const Verbs* v = dev_->v;
   char buf[512];
   std::snprintf(buf, sizeof buf,
-                "NET/IB: work completion error on %s: %s (status %d, vendor error 0x%x, QP %u): %s",
-                where().c_str(), v->wcStatusStr(wc.status), static_cast<int>(wc.status), wc.vendor_err, wc.qp_num,
-                completionHint(wc.status));
+                "NET/IB: work completion error on %s%s: %s (status %d, vendor error 0x%x, QP %u): %s",
+                where().c_str(), wc.wr_id == kFlushWrId ? " (GPU flush read)" : "", v->wcStatusStr(wc.status),
+                static_cast<int>(wc.status), wc.vendor_err, wc.qp_num, completionHint(wc.status));
   raise(weftRemoteError, "%s", buf);
 }
 
@@ -390,7 +390,7 @@ bool IbConnection::senderStep(CreditWindow& credits, InOrderWindow& done, uint32
     ibv_sge sge{};
     sge.addr = reinterpret_cast<uint64_t>(end_.data) + uint64_t(slot) * hdr->slotBytes;
     sge.length = static_cast<uint32_t>(bytes);
-    sge.lkey = fifoMr_.lkey;
+    sge.lkey = fifo_->slotKeys().lkey;
     ibv_send_wr wr{};
     ibv_send_wr* bad = nullptr;
     wr.wr_id = slot;
@@ -424,7 +424,15 @@ bool IbConnection::senderStep(CreditWindow& credits, InOrderWindow& done, uint32
   return progressed;
 }
 
-bool IbConnection::receiverStep(CreditReturn& credits, InOrderWindow& arrived) {
+void IbConnection::postFlush(FlushSchedule& flush) {
+  const uint64_t addr = reinterpret_cast<uint64_t>(end_.data) + uint64_t(flush.readSlot()) * end_.hdr->slotBytes;
+  flushQp_->postRead(addr, fifo_->slotKeys().rkey, reinterpret_cast<uint64_t>(&creditMem_[kFlushLandingWord]),
+                     creditMr_.lkey);
+  flush.readPosted();
+}
+
+bool IbConnection::receiverStep(CreditReturn& credits, InOrderWindow& arrived, FlushSchedule& flush,
+                                uint32_t& received) {
   bool progressed = false;
   ibv_wc wcs[kPollBatch];
   int n = ibv_poll_cq(cq_, kPollBatch, wcs);
@@ -432,6 +440,11 @@ bool IbConnection::receiverStep(CreditReturn& credits, InOrderWindow& arrived) {
   for (int i = 0; i < n; ++i) {
     const ibv_wc& wc = wcs[i];
     if (wc.status != IBV_WC_SUCCESS) completionError(wc);
+    if (wc.wr_id == kFlushWrId) {
+      flush.readDone();
+      progressed = true;
+      continue;
+    }
     if (wc.opcode == IBV_WC_RDMA_WRITE) {
       credits.onSendCompleted();
       continue;
@@ -446,7 +459,11 @@ bool IbConnection::receiverStep(CreditReturn& credits, InOrderWindow& arrived) {
     postRecv(wc.wr_id);
     progressed = true;
   }
-  while (auto bytes = arrived.take()) end_.post(*bytes);
+  // Arrived slots go to the consumer in order, once visible to it: at once
+  // for host slots, after a flush read for GPU slots (flush_schedule.h).
+  while (auto bytes = arrived.take()) flush.arrived(received++ % end_.hdr->nSlots, *bytes);
+  if (flush.readDue()) postFlush(flush);
+  while (auto bytes = flush.take()) end_.post(*bytes);
 
   uint32_t consumed = end_.hdr->consumed.load(std::memory_order_acquire);
   if (auto value = credits.due(consumed)) {
@@ -480,12 +497,14 @@ void IbConnection::proxyMain() {
     CreditWindow credits(nSlots);
     CreditReturn returns(kMaxCreditWrites);
     InOrderWindow order(nSlots);
-    uint32_t sent = 0;
+    FlushSchedule flush(flushQp_ != nullptr);
+    uint32_t sent = 0, received = 0;
     int idle = 0;
     while (!stop_.load(std::memory_order_acquire)) {
       if (abortFlag_ && abortFlag_->load(std::memory_order_acquire)) break;
       uint32_t seen = proxyBell_.seq.load(std::memory_order_acquire);
-      bool progressed = isSender_ ? senderStep(credits, order, sent) : receiverStep(returns, order);
+      bool progressed =
+          isSender_ ? senderStep(credits, order, sent) : receiverStep(returns, order, flush, received);
       if (progressed) {
         idle = 0;
         continue;
@@ -511,8 +530,9 @@ void IbConnection::proxyMain() {
 }  // namespace
 
 std::unique_ptr<Connection> connectIb(ConnectContext& ctx, int peer, uint64_t tag, bool isSender,
-                                      const IbPortChoice& choice, const IbConfig& cfg) {
-  auto conn = std::make_unique<IbConnection>(ctx, peer, isSender, choice, cfg);
+                                      const IbPortChoice& choice, const IbConfig& cfg,
+                                      const DevicePlacement* device) {
+  auto conn = std::make_unique<IbConnection>(ctx, peer, isSender, choice, cfg, device);
   conn->connect(ctx, tag);
   return conn;
 }

@@ -8,11 +8,18 @@
 // completed. Receiver: the proxy turns each immediate into a post of its
 // local FIFO, and writes the executor's `consumed` counter back into the
 // sender's credit word as slots are released.
+//
+// A connection that carries device-buffer traffic may keep its slots in GPU
+// memory (GPUDirect RDMA, fifo_memory.h): the HCA then reads the sender's
+// slots and writes the receiver's straight from and into the GPU, and the
+// receiving proxy makes those writes visible to the GPU (flush_qp.h,
+// flush_schedule.h) before it posts a slot.
 #pragma once
 
 #include <memory>
 #include <string>
 
+#include "transports/ib/gdr_decision.h"
 #include "transports/ib/ib_config.h"
 #include "transports/ib/ib_select.h"
 #include "transports/transport.h"
@@ -24,7 +31,18 @@ struct IbPortChoice {
   int gidIndex = 0;
 };
 
+// How a connection for device-buffer traffic places this end's slots.
+struct DevicePlacement {
+  GdrDecision gdr;    // Staged: host slots (mapped for the GPU by the device executor)
+  int cudaDev = -1;   // where GPU slots are allocated
+  bool flush = true;  // receiver with GPU slots: flush before posting (WEFT_GDR_FLUSH_DISABLE)
+};
+
+// `device`: null for host-buffer traffic (host slots, as always). When GPU
+// slots cannot be allocated or registered, the connection says why (WARN)
+// and uses host slots instead.
 std::unique_ptr<Connection> connectIb(ConnectContext& ctx, int peer, uint64_t tag, bool isSender,
-                                      const IbPortChoice& choice, const IbConfig& cfg);
+                                      const IbPortChoice& choice, const IbConfig& cfg,
+                                      const DevicePlacement* device = nullptr);
 
 }  // namespace weft::ib

@@ -6,6 +6,8 @@
 
 #include "src/util/error.h"
 #include "src/util/log.h"
+#include "transports/ib/gdr_config.h"
+#include "transports/ib/gdr_probe.h"
 #include "transports/ib/ib_config.h"
 #include "transports/ib/ib_connection.h"
 #include "transports/ib/ib_discovery.h"
@@ -33,8 +35,19 @@ Choice choose() {
 
 std::atomic<bool> warnedFallback{false};
 
+// The port a rank's connections use: ranks of a host spread over its
+// ports, the fastest first.
+ib::IbPortChoice portFor(const Choice& c, int rank) {
+  size_t i = static_cast<size_t>(rank) % c.decision.usable.size();
+  return ib::IbPortChoice{c.decision.usable[i], c.decision.gid[i].index};
+}
+
 class IbTransport : public Transport {
  public:
+  // device: connections for device-buffer traffic, this end's slots placed
+  // as `device` says; null: host traffic.
+  explicit IbTransport(std::optional<ib::DevicePlacement> device = std::nullopt) : device_(std::move(device)) {}
+
   const char* name() const override { return "IB"; }
 
   bool canConnect(const ConnectContext& ctx, int peer, std::string* why) const override {
@@ -71,14 +84,14 @@ class IbTransport : public Transport {
     if (!c.decision.useIb)
       raise(weftInvalidUsage, "IB connection %s rank %d requested, but IB is not usable: %s", isSender ? "to" : "from",
             peer, c.decision.reason.c_str());
-    // Spread ranks of a host over its ports; the fastest come first.
+    ib::IbPortChoice port = portFor(c, ctx.rank);
     size_t i = static_cast<size_t>(ctx.rank) % c.decision.usable.size();
-    ib::IbPortChoice port{c.decision.usable[i], c.decision.gid[i].index};
     WEFT_INFO(kNet | kInit, "NET/IB: rank %d uses %s:%d, GID %s", ctx.rank, port.port.dev.c_str(), port.port.port,
               c.decision.gid[i].reason.c_str());
-    return ib::connectIb(ctx, peer, tag, isSender, port, c.cfg);
+    return ib::connectIb(ctx, peer, tag, isSender, port, c.cfg, device_ ? &*device_ : nullptr);
   }
 
+  std::optional<ib::DevicePlacement> device_;
   mutable std::mutex mu_;
   mutable std::optional<Choice> choice_;
 };
@@ -95,5 +108,22 @@ std::string ibUnusableReason() {
 }
 
 std::unique_ptr<Transport> makeIbTransport() { return std::make_unique<IbTransport>(); }
+
+std::unique_ptr<Transport> makeIbDeviceTransport(const ib::GdrDecision& local, int cudaDev) {
+  ib::DevicePlacement p;
+  p.gdr = local;
+  p.cudaDev = cudaDev;
+  p.flush = !ib::readGdrSettings().flushDisabled;
+  return std::make_unique<IbTransport>(p);
+}
+
+ib::GdrDecision ibDeviceGdr(int rank, int cudaDev, const NicDistanceFn& distance) {
+  const ib::GdrSettings settings = ib::readGdrSettings();
+  Choice c = choose();
+  if (!c.decision.useIb) return ib::GdrDecision{ib::GdrMode::Staged, "no usable IB: " + c.decision.reason};
+  ib::IbPortChoice port = portFor(c, rank);
+  std::optional<ib::PciDistance> d = distance ? distance(port.port.dev, port.port.port) : std::nullopt;
+  return ib::decideGdr(settings, ib::probeGdr(port.port.dev, port.port.port, cudaDev, d));
+}
 
 }  // namespace weft

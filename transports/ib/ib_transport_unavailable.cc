@@ -30,4 +30,12 @@ std::string ibUnusableReason() { return "no IB: weft was built without infiniban
 
 std::unique_ptr<Transport> makeIbTransport() { return std::make_unique<UnavailableIbTransport>(); }
 
+std::unique_ptr<Transport> makeIbDeviceTransport(const ib::GdrDecision&, int) {
+  return std::make_unique<UnavailableIbTransport>();
+}
+
+ib::GdrDecision ibDeviceGdr(int, int, const NicDistanceFn&) {
+  return ib::GdrDecision{ib::GdrMode::Staged, "weft was built without infiniband/verbs.h"};
+}
+
 }  // namespace weft

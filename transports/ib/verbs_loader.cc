@@ -11,12 +11,6 @@ namespace weft::ib {
 
 namespace {
 
-struct Loaded {
-  Verbs verbs;
-  bool ok = false;
-  std::string why;
-};
-
 template <typename Fn>
 bool bind(void* lib, const char* symbol, Fn*& slot, std::string* missing) {
   slot = reinterpret_cast<Fn*>(dlsym(lib, symbol));
@@ -24,9 +18,10 @@ bool bind(void* lib, const char* symbol, Fn*& slot, std::string* missing) {
   return slot != nullptr;
 }
 
-Loaded load() {
-  Loaded l;
-  std::string name = envString("WEFT_IB_VERBS_LIB").value_or("libibverbs.so.1");
+}  // namespace
+
+VerbsLoad loadVerbsFrom(const std::string& name) {
+  VerbsLoad l;
   // Never dlclose'd: providers register themselves into the library and
   // contexts may outlive any one communicator.
   void* lib = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
@@ -62,14 +57,19 @@ Loaded load() {
     return l;
   }
   l.ok = true;
-  WEFT_INFO(kNet, "NET/IB: loaded %s%s", name.c_str(), v.regDmabufMr ? " (dma-buf registration available)" : "");
   return l;
 }
 
-}  // namespace
-
 const Verbs* loadVerbs(std::string* why) {
-  static const Loaded loaded = load();
+  static const VerbsLoad loaded = [] {
+    std::string name = envString("WEFT_IB_VERBS_LIB").value_or("libibverbs.so.1");
+    VerbsLoad l = loadVerbsFrom(name);
+    if (l.ok)
+      WEFT_INFO(kNet, "NET/IB: loaded %s (%s)", name.c_str(),
+                l.verbs.regDmabufMr ? "dma-buf registration available"
+                                    : "no ibv_reg_dmabuf_mr: GPU memory only through peer memory");
+    return l;
+  }();
   if (!loaded.ok) {
     if (why) *why = loaded.why;
     return nullptr;

@@ -44,4 +44,14 @@ struct Verbs {
 // WEFT_IB_VERBS_LIB overrides the library name (tests, odd installs).
 const Verbs* loadVerbs(std::string* why);
 
+// One load of `libName`, not cached (loadVerbs caches the one it makes;
+// tests load stand-in libraries). A missing optional entry point (dma-buf)
+// leaves its slot null; a missing required one makes ok false.
+struct VerbsLoad {
+  Verbs verbs;
+  bool ok = false;
+  std::string why;  // when !ok: the dlopen error or the missing symbols
+};
+VerbsLoad loadVerbsFrom(const std::string& libName);
+
 }  // namespace weft::ib

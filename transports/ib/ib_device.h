@@ -1,0 +1,42 @@
+// One opened HCA, shared by every connection of the process that uses it:
+// one protection domain and the registration caches for host memory and
+// for GPU memory (dma-buf or peer memory).
+#pragma once
+
+#include <infiniband/verbs.h>
+
+#include <memory>
+#include <string>
+
+#include "transports/ib/gdr_decision.h"
+#include "transports/ib/mr_cache.h"
+#include "transports/ib/verbs_loader.h"
+
+namespace weft::ib {
+
+struct IbDevice {
+  const Verbs* v = nullptr;
+  std::string name;
+  ibv_context* ctx = nullptr;
+  ibv_pd* pd = nullptr;
+  // Whether the HCA's kernel driver takes dma-buf registrations (probed
+  // once at open; false when libibverbs lacks ibv_reg_dmabuf_mr).
+  bool dmabufAccepted = false;
+  std::unique_ptr<MrCache> hostMrs;     // ibv_reg_mr of host memory
+  std::unique_ptr<MrCache> dmabufMrs;   // GPU memory exported as a dma-buf
+  std::unique_ptr<MrCache> peerMemMrs;  // GPU memory through the peer-memory module
+
+  IbDevice() = default;
+  IbDevice(const IbDevice&) = delete;
+  IbDevice& operator=(const IbDevice&) = delete;
+  ~IbDevice();
+
+  // The cache that registers GPU memory the way `mode` says (not Staged).
+  MrCache& gpuMrs(GdrMode mode);
+};
+
+// Opens `name` (or returns the process's open instance). Throws
+// weftSystemError naming the device when it cannot be opened.
+std::shared_ptr<IbDevice> openIbDevice(const Verbs* v, const std::string& name);
+
+}  // namespace weft::ib
