@@ -4,6 +4,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -13,6 +14,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <new>
 #include <thread>
 #include <vector>
 
@@ -100,22 +102,37 @@ TEST_P(KilledRank, SurvivorsFailNotHang) {
     if (overSockets) e.vars["WEFT_HOSTID"] = "host" + std::to_string(rank);
     return e;
   };
-  opt.whileRunning = [](const std::vector<pid_t>& pids) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  // Ranks count themselves here (shared across fork) once their first
+  // AllReduce is done: the kill must hit a running collective loop, not an
+  // init that a loaded machine has made slow.
+  auto* running = static_cast<std::atomic<int>*>(
+      mmap(nullptr, sizeof(std::atomic<int>), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0));
+  ASSERT_NE(running, MAP_FAILED);
+  new (running) std::atomic<int>(0);
+  opt.whileRunning = [running](const std::vector<pid_t>& pids) {
+    const int64_t start = nowMs();
+    while (running->load() < n && nowMs() - start < 20000) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
     kill(pids[1], SIGKILL);
   };
   ProcessRunResult r = runRankProcesses(
       n,
-      [](int rank, const weftUniqueId& id) {
+      [running](int rank, const weftUniqueId& id) {
         weftComm_t comm;
         if (int e = initOrReport(&comm, n, id, rank)) return e;
         std::vector<float> send(count, 1.0f), recv(count);
         const int64_t start = nowMs();
-        // The kill comes after ~300 ms; give up on seeing it after 20 s.
+        bool counted = false;
+        // The kill comes ~100 ms after every rank ran a call; give up on
+        // seeing it after 20 s.
         while (nowMs() - start < 20000) {
           const int64_t callStart = nowMs();
           weftResult_t rc = weftAllReduce(send.data(), recv.data(), count, weftFloat32, weftSum, comm, nullptr);
-          if (rc == weftSuccess) continue;
+          if (rc == weftSuccess) {
+            if (!counted) running->fetch_add(1);
+            counted = true;
+            continue;
+          }
           const int64_t callMs = nowMs() - callStart;
           weftResult_t async = weftSuccess;
           weftResult_t q = weftCommGetAsyncError(comm, &async);
@@ -136,6 +153,7 @@ TEST_P(KilledRank, SurvivorsFailNotHang) {
       opt);
   EXPECT_EQ(r.failures({1}), "");
   EXPECT_FALSE(r.timedOut);
+  munmap(running, sizeof(std::atomic<int>));
 }
 
 INSTANTIATE_TEST_SUITE_P(ProcessFaults, KilledRank, ::testing::Values(false, true),
