@@ -6,9 +6,12 @@
 #
 #   collectives_2x2.sh <directory of the perf binaries>
 #
-# all_reduce_perf runs with WEFT_SOCKET_IFNAME=mhv<host>; the others without
-# it, so weft's default choice (first interface up that is not loopback) is
-# checked too. Exit 77 (skip) without root or network namespaces.
+# Each host also has a "management" interface listed before its veth
+# (mgmt0, 10.77.<100+i>.1/24, that no other host can reach). all_reduce_perf
+# runs with WEFT_SOCKET_IFNAME=mhv<host>; the others without it, so weft's
+# default choice must find the network of WEFT_COMM_ID's address by itself
+# (before it did, every rank advertised its mgmt0 address and init hung
+# until WEFT_TIMEOUT_MS). Exit 77 (skip) without root or network namespaces.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/netns_hosts.sh"
@@ -18,7 +21,7 @@ bindir=${1:?usage: collectives_2x2.sh <directory of the perf binaries>}
 mh_check || exit $?
 unset ${!WEFT_@}
 logroot=$(mktemp -d /tmp/weft-multihost-2x2.XXXXXX)
-mh_setup 2 || { mh_log "set-up failed"; exit 1; }
+mh_setup 2 --decoy || { mh_log "set-up failed"; exit 1; }
 trap 'mh_teardown; rm -rf "$logroot"' EXIT
 
 per=2
@@ -26,7 +29,7 @@ for coll in all_reduce reduce_scatter all_gather broadcast; do
   bin="$bindir/${coll}_perf"
   [ -x "$bin" ] || { mh_fail "$bin not built"; continue; }
   ifenv=()
-  [ "$coll" != all_reduce ] && ifenv=(WEFT_SOCKET_IFNAME=)   # empty = unset: the default choice
+  [ "$coll" != all_reduce ] && ifenv=(WEFT_SOCKET_IFNAME=)   # empty = unset: weft's default choice
   dir="$logroot/$coll"
   before=$(( $(mh_port_bytes 0) + $(mh_port_bytes 1) ))
   start=$(mh_now_ms)

@@ -7,7 +7,10 @@
 #
 #   namespace <tag>-sw    bridge "sw0" (the switch), ports p0 .. p<H-1>
 #   namespace <tag>-h<i>  interface "mhv<i>" = 10.77.0.<i+1>/24, veth peer of p<i>;
-#                         lo is up (as on a real host), no default route
+#                         lo is up (as on a real host), no default route;
+#                         with --decoy also, listed first, "mgmt0" =
+#                         10.77.<100+i>.1/24 that no other host can reach
+#                         (a management network)
 #
 # Link shaping (delay, rate, loss) sits on the switch ports, on the egress
 # towards each host: a packet from host a to host b is shaped once, at p<b>
@@ -22,9 +25,9 @@
 #
 #   tests/multihost/netns_hosts.sh check
 #   tests/multihost/netns_hosts.sh run --hosts 2 --ranks-per-host 2 [--delay 2ms]
-#       [--rate 500mbit] [--loss 1%] [--timeout 60] [--log-dir DIR] [--env K=V]...
+#       [--rate 500mbit] [--loss 1%] [--decoy] [--timeout 60] [--log-dir DIR] [--env K=V]...
 #       -- build/all_reduce_perf -b 8 -e 4M -f 8 -c 1
-#   tests/multihost/netns_hosts.sh up --name demo --hosts 3 [--delay ..] [--rate ..] [--loss ..]
+#   tests/multihost/netns_hosts.sh up --name demo --hosts 3 [--delay ..] [--rate ..] [--loss ..] [--decoy]
 #   ip netns exec demo-h1 bash            # look around host 1
 #   tests/multihost/netns_hosts.sh down --name demo
 #
@@ -40,7 +43,7 @@
 #   mh_check               0 when namespaces and veths work; else prints why to
 #                          stderr and returns 77 (the ctest skip code)
 #   mh_check_shaping       the same for tc with netem or tbf
-#   mh_setup H [--delay D] [--rate R] [--loss P]   create the hosts, arm an EXIT trap
+#   mh_setup H [--delay D] [--rate R] [--loss P] [--decoy]   create the hosts, arm an EXIT trap
 #   mh_launch R TIMEOUT_S LOGDIR [K=V ...] -- PROGRAM [ARGS]   start R ranks per host
 #   mh_wait                wait for every launched rank; MH_RC[r], MH_END_MS[r]
 #                          (also in LOGDIR/rank<r>.status), MH_RANK_HOST[r]
@@ -55,6 +58,7 @@
 
 MH_SKIP=77
 MH_SUBNET=10.77.0
+MH_SUBNET_DECOY=10.77   # --decoy: host i also has mgmt0 = 10.77.<100+i>.1/24, reachable by nobody
 MH_PORT=${MH_PORT:-29500}   # namespaces have their own port space: no clash with anything
 MH_TAG=""
 MH_HOSTS=0
@@ -186,12 +190,13 @@ mh_shape_port() {
   return 0
 }
 
-# mh_setup H [--delay D] [--rate R] [--loss P]
+# mh_setup H [--delay D] [--rate R] [--loss P] [--decoy]
 mh_setup() {
-  local hosts=$1 delay="" rate="" loss=""
+  local hosts=$1 delay="" rate="" loss="" decoy=0
   shift
   while [ $# -gt 0 ]; do
     case "$1" in
+      --decoy) decoy=1; shift ;;
       --delay) delay=$2; shift 2 ;;
       --rate) rate=$2; shift 2 ;;
       --loss) loss=$2; shift 2 ;;
@@ -212,6 +217,14 @@ mh_setup() {
   for (( i = 0; i < hosts; i++ )); do
     ns=$(mh_ns "$i")
     ip netns add "$ns" || return 1
+    if [ "$decoy" = 1 ]; then
+      # A "management" interface that comes first (lower index) and leads
+      # nowhere the other hosts can reach, as on many real machines.
+      ip -n "$ns" link add mgmt0 type veth peer name mgmt1 || return 1
+      ip -n "$ns" addr add "$MH_SUBNET_DECOY.$(( 100 + i )).1/24" dev mgmt0 || return 1
+      ip -n "$ns" link set mgmt1 up || return 1
+      ip -n "$ns" link set mgmt0 up || return 1
+    fi
     # Both ends are created inside namespaces: no name ever appears in the
     # caller's namespace, where it could clash with a parallel run.
     ip -n "$sw" link add "p$i" type veth peer name "$(mh_if "$i")" netns "$ns" || return 1
@@ -339,6 +352,7 @@ mh_main() {
       --name) name=$2; shift 2 ;;
       --port) MH_PORT=$2; shift 2 ;;
       --delay|--rate|--loss) shape+=("$1" "$2"); shift 2 ;;
+      --decoy) shape+=("$1"); shift ;;
       --env) env_extra+=("$2"); shift 2 ;;
       --) shift; break ;;
       -h|--help) mh_usage ;;
