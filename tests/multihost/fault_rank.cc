@@ -15,6 +15,7 @@
 //   12  nothing failed within the run limit
 //   13  a call returned success with a wrong result
 //   2   usage or init error
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
