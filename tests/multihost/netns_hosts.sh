@@ -190,6 +190,22 @@ mh_shape_port() {
   return 0
 }
 
+# Removes namespaces left by runs that were killed before their EXIT trap
+# ran (a SIGKILLed test): named weftmh-<pid>-... or weftmh-probe-<pid>-...
+# with that pid gone, and with no process left inside (a rank still there
+# ends by its own timeout; the next sweep takes the namespace).
+mh_sweep_stale() {
+  local name pid
+  for name in $(ip netns list 2>/dev/null | awk '{ print $1 }' | grep -E '^weftmh-(probe-)?[0-9]+-'); do
+    pid=${name#weftmh-}
+    pid=${pid#probe-}
+    pid=${pid%%-*}
+    [ -d "/proc/$pid" ] && continue
+    [ -n "$(ip netns pids "$name" 2>/dev/null)" ] && continue
+    ip netns del "$name" 2>/dev/null && mh_log "removed stale namespace $name (its run, pid $pid, is gone)"
+  done
+}
+
 # mh_setup H [--delay D] [--rate R] [--loss P] [--decoy]
 mh_setup() {
   local hosts=$1 delay="" rate="" loss="" decoy=0
@@ -205,6 +221,7 @@ mh_setup() {
   done
   if [ "$hosts" -lt 1 ] || [ "$hosts" -gt 200 ]; then mh_log "mh_setup: 1..200 hosts"; return 2; fi
   [ -n "$MH_TAG" ] || MH_TAG="weftmh-$$-$RANDOM"
+  mh_sweep_stale
   MH_HOSTS=$hosts
   [ "$MH_KEEP" = 1 ] || trap 'mh_teardown' EXIT
   trap 'exit 130' INT TERM
