@@ -24,8 +24,21 @@ thread_local PendingGroup tlsGroup;
 // Runs one communicator's batch, turning errors into result codes. A failure
 // that leaves the communicator unusable (a dead peer, a timeout, a mismatch)
 // becomes its asynchronous error.
+//
+// A batch that reaches a communicator after it failed does not run: the
+// API checks the error when a call is made, but calls queued on a host
+// stream before the failure come here later. One that ran would post its
+// data into FIFOs whose readers may still be inside the failed operation,
+// and they would take it for that operation's data (a size mismatch at
+// best, a wrong reduction at worst).
 weftResult_t runGuarded(weftComm_t comm, const std::vector<OpDesc>& ops) {
   setLogRank(comm->rank);
+  if (weftResult_t e = comm->getAsyncError()) {
+    WEFT_INFO(kColl, "rank %d: skipping %zu queued operation(s): communicator already failed: %s", comm->rank,
+              ops.size(), weftGetErrorString(e));
+    return e;
+  }
+  if (comm->aborting.load(std::memory_order_acquire)) return weftRemoteError;
   try {
     runBatch(comm, ops);
     return weftSuccess;

@@ -10,6 +10,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <thread>
@@ -105,7 +106,16 @@ std::vector<NetInterface> listInterfaces() {
     // Link-local IPv6 needs a scope id on every use; not worth the trouble.
     if (family == AF_INET6 && IN6_IS_ADDR_LINKLOCAL(&a.v6.sin6_addr)) continue;
     a.setPort(0);
-    out.push_back({i->ifa_name, a});
+    int prefix = -1;
+    if (i->ifa_netmask && i->ifa_netmask->sa_family == family) {
+      const SocketAddress m = SocketAddress::fromSockaddr(i->ifa_netmask, len);
+      const auto* bytes = family == AF_INET ? reinterpret_cast<const unsigned char*>(&m.v4.sin_addr)
+                                            : reinterpret_cast<const unsigned char*>(&m.v6.sin6_addr);
+      const int n = family == AF_INET ? 4 : 16;
+      prefix = 0;
+      for (int b = 0; b < n; b++) prefix += __builtin_popcount(bytes[b]);
+    }
+    out.push_back({i->ifa_name, a, prefix});
   }
   freeifaddrs(list);
   return out;
@@ -131,17 +141,38 @@ bool interfaceMatches(const std::string& filter, const std::string& name) {
   return exclude ? !listed : listed;
 }
 
-// A root on a loopback address means every rank is on this machine.
-static bool commIdIsLoopback() {
-  auto id = envString("WEFT_COMM_ID");
-  if (!id) return false;
-  return id->rfind("127.", 0) == 0 || id->rfind("[::1]", 0) == 0 || id->rfind("localhost", 0) == 0;
+bool inSubnet(const SocketAddress& iface, int prefixLen, const SocketAddress& target) {
+  const int family = iface.sa.sa_family;
+  if (prefixLen < 0 || family != target.sa.sa_family || (family != AF_INET && family != AF_INET6)) return false;
+  const auto* a = family == AF_INET ? reinterpret_cast<const unsigned char*>(&iface.v4.sin_addr)
+                                    : reinterpret_cast<const unsigned char*>(&iface.v6.sin6_addr);
+  const auto* b = family == AF_INET ? reinterpret_cast<const unsigned char*>(&target.v4.sin_addr)
+                                    : reinterpret_cast<const unsigned char*>(&target.v6.sin6_addr);
+  const int bits = std::min(prefixLen, family == AF_INET ? 32 : 128);
+  for (int i = 0; i < bits / 8; i++)
+    if (a[i] != b[i]) return false;
+  if (bits % 8) {
+    const unsigned char mask = static_cast<unsigned char>(0xff00 >> (bits % 8));
+    if ((a[bits / 8] & mask) != (b[bits / 8] & mask)) return false;
+  }
+  return true;
 }
 
-NetInterface chooseInterface() {
-  auto all = listInterfaces();
-  auto filter = envString("WEFT_SOCKET_IFNAME");
-  if (!filter && commIdIsLoopback()) filter = std::string("lo");
+NetInterface pickInterface(const std::vector<NetInterface>& all, const std::string* filter,
+                           const SocketAddress* root) {
+  // With a filter, the filter alone decides. Without one, and with a known
+  // root (WEFT_COMM_ID), the network every rank must reach is the root's: a
+  // host whose first interface is a management network that the other hosts
+  // cannot reach would otherwise advertise an address nobody can connect to
+  // (and every rank would wait for its timeout). A 127.* root lands on lo.
+  if (!filter && root && !root->empty()) {
+    for (const auto& i : all)
+      if (inSubnet(i.addr, i.prefixLen, *root)) return i;
+    if (root->isLoopback()) {
+      for (const auto& i : all)
+        if (i.addr.isLoopback() && i.addr.sa.sa_family == root->sa.sa_family) return i;
+    }
+  }
   // Two passes: IPv4 first, so that a dual-stack interface gives its IPv4
   // address (what most clusters route).
   for (int family : {AF_INET, AF_INET6}) {
@@ -160,6 +191,24 @@ NetInterface chooseInterface() {
   for (const auto& i : all)
     if (i.addr.isLoopback()) return i;
   raise(weftSystemError, "no usable network interface (not even loopback is up)");
+}
+
+NetInterface chooseInterface() {
+  auto filter = envString("WEFT_SOCKET_IFNAME");
+  // The root's address, parsed quietly: a malformed WEFT_COMM_ID is
+  // reported where the id is made; here it only gives no hint.
+  SocketAddress root;
+  memset(&root, 0, sizeof(root));
+  if (auto id = envString("WEFT_COMM_ID")) {
+    size_t end = id->rfind(':');
+    if (end == std::string::npos) end = id->size();
+    size_t begin = 0;
+    if (end >= 2 && (*id)[0] == '[' && (*id)[end - 1] == ']') begin = 1, end -= 1;
+    const std::string host(*id, begin, end - begin);
+    if (inet_pton(AF_INET, host.c_str(), &root.v4.sin_addr) == 1) root.v4.sin_family = AF_INET;
+    else if (inet_pton(AF_INET6, host.c_str(), &root.v6.sin6_addr) == 1) root.v6.sin6_family = AF_INET6;
+  }
+  return pickInterface(listInterfaces(), filter ? &*filter : nullptr, &root);
 }
 
 Socket& Socket::operator=(Socket&& o) noexcept {

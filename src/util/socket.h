@@ -47,10 +47,15 @@ static_assert(sizeof(SocketAddress) == 28);
 struct NetInterface {
   std::string name;
   SocketAddress addr;  // port 0
+  int prefixLen = -1;  // of the netmask (24 for 255.255.255.0); -1 when unknown
 };
 
 // All up interfaces with an IPv4 or IPv6 address (IPv6 link-local excluded).
 std::vector<NetInterface> listInterfaces();
+
+// Whether `target` lies in the subnet of interface address `iface` (same
+// family, first prefixLen bits equal). False when prefixLen is unknown.
+bool inSubnet(const SocketAddress& iface, int prefixLen, const SocketAddress& target);
 
 // Whether interface `name` passes a WEFT_SOCKET_IFNAME-style filter: a comma
 // list of name prefixes; a leading '^' turns it into an exclude list; a
@@ -58,10 +63,16 @@ std::vector<NetInterface> listInterfaces();
 bool interfaceMatches(const std::string& filter, const std::string& name);
 
 // The interface the bootstrap and the socket transport use: the first that
-// matches WEFT_SOCKET_IFNAME when set (error if none does); otherwise the
-// first up interface that is neither loopback nor docker*, IPv4 preferred,
-// else loopback.
+// matches WEFT_SOCKET_IFNAME when set (error if none does); otherwise, with
+// WEFT_COMM_ID set, the first whose subnet holds the root's address (the
+// network the ranks evidently share; loopback for a 127.* root); otherwise
+// the first up interface that is neither loopback nor docker*, IPv4
+// preferred, else loopback.
 NetInterface chooseInterface();
+// The same choice from a given list, filter and root address (`root` null or
+// empty: none), without reading the environment. Throws as chooseInterface.
+NetInterface pickInterface(const std::vector<NetInterface>& all, const std::string* filter,
+                           const SocketAddress* root);
 
 // Up to two flags that end a wait early when either becomes true (an abort
 // flag and a connection's own shutdown flag). Null entries are ignored.

@@ -20,6 +20,7 @@
 
 #include "process_ranks.h"
 #include "src/bootstrap/wire.h"
+#include "src/core/comm.h"
 #include "tests/collectives/collective_check.h"
 #include "tests/collectives/thread_ranks.h"
 
@@ -158,6 +159,120 @@ TEST_P(KilledRank, SurvivorsFailNotHang) {
 
 INSTANTIATE_TEST_SUITE_P(ProcessFaults, KilledRank, ::testing::Values(false, true),
                          [](const auto& info) { return info.param ? "Socket" : "Shm"; });
+
+// (d2) As (d), but the ranks queue many AllReduces on a host stream (as the
+// perf binaries and training loops do), and rank 1 dies in the middle of a
+// batch. Operations still queued when a survivor's communicator fails must
+// not run: one that ran would send the next call's data into a FIFO whose
+// reader is still in the failed call, and that neighbour would then fail with
+// weftInternalError ("received N bytes ... but the plan expects M:
+// mismatched collective") or, with equal chunk sizes, silently reduce the
+// wrong data. Every survivor must see weftRemoteError, and nobody may log a
+// mismatch. The count is not a multiple of 3, so ring chunks differ in size
+// and a stray slot is caught. Whether a stray slot arrives before the reader
+// learns of the death is a race: this end-to-end check rarely loses it with
+// three ranks here (the perf binaries on six ranks over network namespaces,
+// tests/multihost, lost it every time); (d3) below makes it deterministic.
+class KilledRankQueued : public ::testing::TestWithParam<bool> {};
+
+TEST_P(KilledRankQueued, QueuedOperationsDoNotRunAfterTheFailure) {
+  const bool overSockets = GetParam();
+  constexpr int n = 3, batch = 16;
+  constexpr size_t count = (256 << 10) + 1;
+  enum { kOk = 0, kNeverFailed = 10, kWrongCode = 11, kTooSlow = 12 };
+  ProcessRunOptions opt;
+  opt.deadlineMs = 40000;
+  opt.env = [overSockets](int rank) {
+    ChildEnv e = baseEnv("10000");
+    if (overSockets) e.vars["WEFT_HOSTID"] = "host" + std::to_string(rank);
+    return e;
+  };
+  const long logStart = logFileEnd();
+  ProcessRunResult r = runRankProcesses(
+      n,
+      [](int rank, const weftUniqueId& id) {
+        weftComm_t comm;
+        if (int e = initOrReport(&comm, n, id, rank)) return e;
+        weftStream_t stream;
+        if (weftHostStreamCreate(&stream) != weftSuccess) return 3;
+        std::vector<float> send(count, 1.0f), recv(count);
+        const int64_t start = nowMs();
+        for (int round = 0; nowMs() - start < 20000; round++) {
+          weftResult_t first = weftSuccess;
+          for (int i = 0; i < batch && first == weftSuccess; i++) {
+            first = weftAllReduce(send.data(), recv.data(), count, weftFloat32, weftSum, comm, stream);
+            // The victim dies with half of its third batch queued.
+            if (rank == 1 && round == 2 && i == batch / 2) {
+              std::this_thread::sleep_for(std::chrono::milliseconds(20));
+              kill(getpid(), SIGKILL);
+            }
+          }
+          const int64_t syncStart = nowMs();
+          weftResult_t sync = weftHostStreamSynchronize(stream);
+          if (first == weftSuccess) first = sync;
+          if (first == weftSuccess) continue;
+          weftResult_t async = weftSuccess;
+          weftCommGetAsyncError(comm, &async);
+          fprintf(stderr, "rank %d round %d: first failure %s (sync %s after %ld ms); async error %s: %s\n", rank,
+                  round, weftGetErrorString(first), weftGetErrorString(sync), long(nowMs() - syncStart),
+                  weftGetErrorString(async), weftGetLastError(comm));
+          int code = kOk;
+          if (first != weftRemoteError || (sync != weftSuccess && sync != weftRemoteError) ||
+              async != weftRemoteError)
+            code = kWrongCode;
+          else if (nowMs() - syncStart > 10000 + 3000)
+            code = kTooSlow;
+          weftCommAbort(comm);
+          weftHostStreamDestroy(stream);
+          return code;
+        }
+        fprintf(stderr, "rank %d: no failure within 20 s\n", rank);
+        return int(kNeverFailed);
+      },
+      opt);
+  EXPECT_EQ(r.failures({1}), "");
+  EXPECT_FALSE(r.timedOut);
+  const std::string log = logTextSince(logStart);
+  EXPECT_EQ(log.find("but the plan expects"), std::string::npos) << log;
+}
+
+INSTANTIATE_TEST_SUITE_P(ProcessFaults, KilledRankQueued, ::testing::Values(false, true),
+                         [](const auto& info) { return info.param ? "Socket" : "Shm"; });
+
+// (d3) The same defect made deterministic, in one process: rank 0's host
+// stream holds AllReduce A (waiting for rank 1) and behind it AllReduce B of
+// another count. Rank 0's communicator fails (here set directly, as when it
+// lost some other peer). A fails; B must not run. Rank 1 then enters its
+// AllReduce matching A: it may take A's first piece (A had sent it before
+// failing) but nothing else, so it times out. Had B run, rank 1 would read
+// B's first piece as A's next one and fail with weftInternalError ("received
+// ... but the plan expects ...").
+TEST(ProcessFaults, QueuedOperationsOfAFailedCommunicatorDoNotRun) {
+  setenv("WEFT_TIMEOUT_MS", "1500", 1);
+  setenv("WEFT_BUFFSIZE", "65536", 1);
+  std::vector<weftComm_t> comms(2, nullptr);
+  ASSERT_EQ(weftCommInitAll(comms.data(), 2, nullptr), weftSuccess);
+  unsetenv("WEFT_TIMEOUT_MS");
+  unsetenv("WEFT_BUFFSIZE");
+  constexpr size_t countA = 1001, countB = 3001;  // one slot per chunk, chunk sizes differ
+  std::vector<float> sendA(countA, 1.0f), recvA(countA), sendB(countB, 2.0f), recvB(countB, -7.0f);
+  weftStream_t stream;
+  ASSERT_EQ(weftHostStreamCreate(&stream), weftSuccess);
+  ASSERT_EQ(weftAllReduce(sendA.data(), recvA.data(), countA, weftFloat32, weftSum, comms[0], stream), weftSuccess);
+  ASSERT_EQ(weftAllReduce(sendB.data(), recvB.data(), countB, weftFloat32, weftSum, comms[0], stream), weftSuccess);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // A is waiting for rank 1
+  comms[0]->setAsyncError(weftRemoteError, "test: rank 0 lost another peer");
+  EXPECT_EQ(weftHostStreamSynchronize(stream), weftRemoteError);
+  std::vector<float> recv1(countA);
+  const int64_t start = nowMs();
+  weftResult_t rc1 = weftAllReduce(sendA.data(), recv1.data(), countA, weftFloat32, weftSum, comms[1], nullptr);
+  EXPECT_EQ(rc1, weftTimeout) << "rank 1 got " << weftGetErrorString(rc1) << ": " << weftGetLastError(comms[1])
+                              << " (after " << nowMs() - start << " ms)";
+  EXPECT_EQ(recvB[0], -7.0f) << "B wrote into its receive buffer after the communicator had failed";
+  EXPECT_EQ(weftHostStreamDestroy(stream), weftSuccess);
+  weftCommAbort(comms[0]);
+  weftCommAbort(comms[1]);
+}
 
 // (e) Stray TCP clients at the bootstrap root: one sends garbage, one sends a
 // hello of the right size and magic with the wrong secret, one connects and

@@ -2,7 +2,9 @@
 
 #include <atomic>
 #include <chrono>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "src/util/error.h"
 #include "src/util/socket.h"
@@ -31,6 +33,53 @@ TEST(SocketUtil, ChoosesLoopbackWhenAsked) {
   setenv("WEFT_SOCKET_IFNAME", "=no-such-interface", 1);
   EXPECT_THROW(chooseInterface(), Error);
   setenv("WEFT_SOCKET_IFNAME", "lo", 1);
+}
+
+NetInterface iface(const char* name, const char* addr, int prefixLen) {
+  NetInterface i;
+  i.name = name;
+  i.addr = SocketAddress::parse(std::string(addr).find(':') != std::string::npos && addr[0] != '['
+                                    ? "[" + std::string(addr) + "]:1"
+                                    : std::string(addr) + ":1",
+                                "test");
+  i.addr.setPort(0);
+  i.prefixLen = prefixLen;
+  return i;
+}
+
+TEST(SocketUtil, SubnetMatch) {
+  SocketAddress root = SocketAddress::parse("10.77.0.1:29500", "test");
+  EXPECT_TRUE(inSubnet(iface("a", "10.77.0.2", 24).addr, 24, root));
+  EXPECT_FALSE(inSubnet(iface("a", "10.77.1.2", 24).addr, 24, root));
+  EXPECT_TRUE(inSubnet(iface("a", "10.77.1.2", 16).addr, 16, root));
+  EXPECT_TRUE(inSubnet(iface("a", "10.77.0.130", 25).addr, 25, SocketAddress::parse("10.77.0.200:1", "t")));
+  EXPECT_FALSE(inSubnet(iface("a", "10.77.0.130", 25).addr, 25, root));
+  EXPECT_FALSE(inSubnet(iface("a", "10.77.0.2", -1).addr, -1, root));  // netmask unknown
+  EXPECT_TRUE(inSubnet(iface("a", "fd00:77::2", 64).addr, 64, SocketAddress::parse("[fd00:77::1]:1", "t")));
+  EXPECT_FALSE(inSubnet(iface("a", "fd00:78::2", 64).addr, 64, SocketAddress::parse("[fd00:77::1]:1", "t")));
+  EXPECT_FALSE(inSubnet(iface("a", "fd00:77::2", 64).addr, 64, root));  // other family
+}
+
+// A host whose first interface is a management network the other hosts
+// cannot reach: with WEFT_COMM_ID the ranks must use the root's network, or
+// they advertise addresses nobody can connect to (found with network
+// namespaces, tests/multihost: init then hung until WEFT_TIMEOUT_MS).
+TEST(SocketUtil, PrefersTheInterfaceOnTheRootsSubnet) {
+  std::vector<NetInterface> all = {iface("lo", "127.0.0.1", 8), iface("mgmt0", "10.77.100.1", 24),
+                                   iface("fabric0", "10.77.0.2", 24), iface("lo", "::1", 128)};
+  SocketAddress root = SocketAddress::parse("10.77.0.1:29500", "test");
+  EXPECT_EQ(pickInterface(all, nullptr, &root).name, "fabric0");
+  // No root, or a root in no local subnet (routed): the first non-loopback.
+  EXPECT_EQ(pickInterface(all, nullptr, nullptr).name, "mgmt0");
+  SocketAddress far = SocketAddress::parse("192.0.2.1:1", "test");
+  EXPECT_EQ(pickInterface(all, nullptr, &far).name, "mgmt0");
+  // WEFT_SOCKET_IFNAME still decides when set.
+  std::string filter = "mgmt";
+  EXPECT_EQ(pickInterface(all, &filter, &root).name, "mgmt0");
+  // A loopback root means loopback, as before.
+  SocketAddress lo = SocketAddress::parse("127.0.0.1:5000", "test");
+  EXPECT_EQ(pickInterface(all, nullptr, &lo).name, "lo");
+  EXPECT_TRUE(pickInterface(all, nullptr, &lo).addr.isLoopback());
 }
 
 TEST(SocketUtil, AddressParseAndPrint) {
