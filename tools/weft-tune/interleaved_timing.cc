@@ -102,8 +102,11 @@ std::vector<SweepPoint> sweepAllReduce(weftComm_t sync, const std::vector<weftCo
     const double fastest = std::max(*std::min_element(first.begin(), first.end()), 0.1);
     p.iters = int(std::clamp(std::lround(o.sampleUs / fastest), 1L, 10000L));
 
-    std::vector<double> samples(size_t(o.rounds) * nc);
-    for (int r = 0; r < o.rounds; r++)
+    // A sample of one call is noisier than a mean over many: twice the
+    // rounds where a sample is a single call (the largest sizes).
+    const int rounds = p.iters == 1 ? 2 * o.rounds : o.rounds;
+    std::vector<double> samples(size_t(rounds) * nc);
+    for (int r = 0; r < rounds; r++)
       for (size_t j = 0; j < nc; j++) {
         const size_t k = (j + size_t(r)) % nc;
         samples[size_t(r) * nc + k] = me.timeCalls(timed[k], count, p.iters);
@@ -111,7 +114,7 @@ std::vector<SweepPoint> sweepAllReduce(weftComm_t sync, const std::vector<weftCo
     me.reduce(&samples, weftMax);
     for (size_t k = 0; k < nc; k++) {
       std::vector<double> mine;
-      for (int r = 0; r < o.rounds; r++) mine.push_back(samples[size_t(r) * nc + k]);
+      for (int r = 0; r < rounds; r++) mine.push_back(samples[size_t(r) * nc + k]);
       p.medianUs.push_back(median(mine));
     }
     std::vector<double> wrong(nc);

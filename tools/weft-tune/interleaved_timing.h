@@ -17,7 +17,7 @@ namespace weft::tune {
 
 struct SweepOptions {
   std::vector<size_t> sizes;  // bytes of float32 data per AllReduce
-  int rounds = 15;
+  int rounds = 15;  // doubled where a sample is a single call
   double sampleUs = 20000;  // target duration of one sample
 };
 
