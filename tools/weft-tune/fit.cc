@@ -1,11 +1,18 @@
 #include "tools/weft-tune/fit.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace weft::tune {
 
 using algo::Algo;
 using plan::Coll;
+
+std::vector<double> smoothLogLog(const std::vector<double>& us) {
+  std::vector<double> out = us;
+  for (size_t i = 1; i + 1 < us.size(); i++) out[i] = std::cbrt(us[i - 1] * us[i] * us[i + 1]);
+  return out;
+}
 
 algo::CostInputs fitCostInputs(const algo::CostInputs& start, const std::vector<SweepPoint>& points, bool network) {
   algo::CostInputs in = start;
@@ -47,8 +54,12 @@ algo::CostInputs fitCostInputs(const algo::CostInputs& start, const std::vector<
   }
   in.measuredRanks = start.nranks;
   in.measuredHosts = start.nHosts;
-  for (const SweepPoint& p : points)
-    for (int a = 0; a < algo::kNumAlgos; a++) in.measured[a].add(double(p.bytes), std::max(p.medianUs[a], 1e-3));
+  for (int a = 0; a < algo::kNumAlgos; a++) {
+    std::vector<double> us;
+    for (const SweepPoint& p : points) us.push_back(std::max(p.medianUs[a], 1e-3));
+    us = smoothLogLog(us);
+    for (size_t i = 0; i < points.size(); i++) in.measured[a].add(double(points[i].bytes), us[i]);
+  }
   return in;
 }
 

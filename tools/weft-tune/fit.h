@@ -11,6 +11,15 @@
 
 namespace weft::tune {
 
+// Each interior point replaced by the geometric mean of itself and its two
+// neighbours (a mean of log time over three sizes). On a host with more
+// ranks than cores one size's median still swings by about 10% from run to
+// run, independently per size, while the true curves change smoothly; with
+// sizes a factor 2 apart the mean is close to unbiased (log time is nearly
+// linear in log size away from the latency knee) and cuts that noise by
+// about sqrt(3).
+std::vector<double> smoothLogLog(const std::vector<double>& us);
+
 // points[i].medianUs is indexed by algorithm (Algo's value). `start` holds
 // the communicator's topology-derived inputs; `network`: fit the network
 // link's constants (ranks over sockets) instead of shared memory's.

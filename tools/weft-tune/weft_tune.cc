@@ -32,7 +32,7 @@ struct Options {
   int threads = 0;  // 0: one rank per launched process
   bool socket = false;
   size_t minBytes = 8, maxBytes = 64 << 20;
-  double factor = 4;
+  double factor = 2;  // points close enough to place crossovers
   weft::tune::SweepOptions sweep;
   std::string out = "weft-tune.conf";
   bool check = false;
@@ -50,7 +50,7 @@ struct Options {
           "            per size, its time over the best algorithm's; exit 1 when any is above 1+FRACTION\n"
           "            (default 0.10)\n"
           "Ranks: -t N threads in this process, or one per process under a launcher\n"
-          "(benchmarks/weft-run -np N weft-tune ...). Sizes default to 8 B .. 64 MB, x4.\n");
+          "(benchmarks/weft-run -np N weft-tune ...). Sizes default to 8 B .. 64 MB, x2.\n");
   exit(code);
 }
 
@@ -164,6 +164,7 @@ int reportCalibration(const Options& o, weftComm_t base, const std::vector<weft:
   }
   const bool network = o.socket || base->costBase.nHosts > 1;
   weft::algo::CostInputs in = weft::tune::fitCostInputs(base->costBase, points, network);
+  printf("# the file's curves are these medians smoothed over neighbouring sizes (tools/weft-tune/fit.h)\n");
   printf("# fitted: %s latency %.3f us/hop, bandwidth %.3f GB/s; curves for %d rank(s) on %d host(s)\n",
          network ? "network" : "shm", network ? in.inter.latencyUs : in.intra.latencyUs,
          network ? in.inter.bandwidthGBs : in.intra.bandwidthGBs, in.measuredRanks, in.measuredHosts);

@@ -1,0 +1,57 @@
+// weft-tune's fit: smoothing of measured curves and the file's contents.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "algorithms/selector.h"
+#include "tools/weft-tune/fit.h"
+
+namespace weft::test {
+namespace {
+
+TEST(WeftTuneFit, SmoothingIsAGeometricMeanOfNeighbours) {
+  std::vector<double> us = {10, 40, 10, 100};
+  std::vector<double> s = tune::smoothLogLog(us);
+  EXPECT_DOUBLE_EQ(s[0], 10);   // ends kept
+  EXPECT_DOUBLE_EQ(s[3], 100);
+  EXPECT_NEAR(s[1], std::cbrt(10.0 * 40 * 10), 1e-9);
+  EXPECT_NEAR(s[2], std::cbrt(40.0 * 10 * 100), 1e-9);
+  // A power law (a straight line in log-log) is left as it is.
+  std::vector<double> line = {1, 2, 4, 8, 16};
+  std::vector<double> t = tune::smoothLogLog(line);
+  for (size_t i = 0; i < line.size(); i++) EXPECT_NEAR(t[i], line[i], 1e-9);
+}
+
+TEST(WeftTuneFit, CurvesForTheMeasuredShapeAndFittedLinks) {
+  algo::CostInputs start;
+  start.nranks = 8;
+  start.nHosts = 1;
+  std::vector<tune::SweepPoint> points;
+  for (size_t b : {size_t(8), size_t(1024), size_t(1 << 20), size_t(64 << 20)}) {
+    tune::SweepPoint p;
+    p.bytes = b;
+    // ring: 100 us + bytes at 1 GB/s x 1.75; the trees slower per byte.
+    p.medianUs = {100 + 1.75 * double(b) / 1e3, 50 + 3.0 * double(b) / 1e3, 200 + 2.0 * double(b) / 1e3};
+    points.push_back(p);
+  }
+  algo::CostInputs in = tune::fitCostInputs(start, points, false);
+  EXPECT_EQ(in.measuredRanks, 8);
+  EXPECT_EQ(in.measuredHosts, 1);
+  for (int a = 0; a < algo::kNumAlgos; a++) ASSERT_EQ(in.measured[a].nPoints, 4);
+  EXPECT_DOUBLE_EQ(in.measured[0].bytes[3], double(64 << 20));
+  EXPECT_DOUBLE_EQ(in.measured[0].us[0], points[0].medianUs[0]);  // an end: not smoothed
+  // The ring gives the link: 14 hops at the small size, 1.75 B per byte at 1 GB/s.
+  EXPECT_NEAR(in.intra.latencyUs, 100.0 / 14, 0.01);
+  EXPECT_NEAR(in.intra.bandwidthGBs, 1.0, 0.01);
+  // The selector then follows the curves for this shape.
+  algo::AlgoFilter all;
+  in.nranks = 8;
+  in.nHosts = 1;
+  in.bytes = 8;
+  EXPECT_EQ(algo::selectAlgo(plan::Coll::AllReduce, in, all), algo::Algo::Tree);
+  in.bytes = 64 << 20;
+  EXPECT_EQ(algo::selectAlgo(plan::Coll::AllReduce, in, all), algo::Algo::Ring);
+}
+
+}  // namespace
+}  // namespace weft::test
