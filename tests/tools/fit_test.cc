@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <stdexcept>
 
 #include "algorithms/selector.h"
 #include "tools/weft-tune/fit.h"
@@ -51,6 +52,31 @@ TEST(WeftTuneFit, CurvesForTheMeasuredShapeAndFittedLinks) {
   EXPECT_EQ(algo::selectAlgo(plan::Coll::AllReduce, in, all), algo::Algo::Tree);
   in.bytes = 64 << 20;
   EXPECT_EQ(algo::selectAlgo(plan::Coll::AllReduce, in, all), algo::Algo::Ring);
+}
+
+TEST(WeftTuneFit, MergeTakesTheMedianPerPointAndRefusesOtherShapes) {
+  std::vector<algo::CostInputs> runs(3);
+  const double ring[3] = {10, 30, 20}, lat[3] = {1, 3, 2};
+  for (int k = 0; k < 3; k++) {
+    runs[k].measuredRanks = 8;
+    runs[k].measuredHosts = 1;
+    runs[k].intra.latencyUs = lat[k];
+    for (int a = 0; a < algo::kNumAlgos; a++) {
+      runs[k].measured[a].add(8, a == 0 ? ring[k] : 5.0 + k);
+      runs[k].measured[a].add(1024, 100);
+    }
+  }
+  algo::CostInputs m = tune::mergeCalibrations(runs);
+  EXPECT_DOUBLE_EQ(m.measured[0].us[0], 20);
+  EXPECT_DOUBLE_EQ(m.measured[1].us[0], 6);
+  EXPECT_DOUBLE_EQ(m.measured[0].us[1], 100);
+  EXPECT_DOUBLE_EQ(m.intra.latencyUs, 2);
+  runs[2].measuredRanks = 4;
+  EXPECT_THROW(tune::mergeCalibrations(runs), std::invalid_argument);
+  runs[2].measuredRanks = 8;
+  runs[2].measured[1].bytes[1] = 2048;
+  EXPECT_THROW(tune::mergeCalibrations(runs), std::invalid_argument);
+  EXPECT_THROW(tune::mergeCalibrations({}), std::invalid_argument);
 }
 
 }  // namespace

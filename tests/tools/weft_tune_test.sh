@@ -17,6 +17,16 @@ grep -q '^measured.nranks 2$' "$dir/t.conf" || fail "no curve shape in the tune 
 [ "$(grep -c '^measured\.ring ' "$dir/t.conf")" = 4 ] || fail "expected 4 ring points (8, 512, 32K, 64K)"
 [ "$(grep -c '^measured\.tree ' "$dir/t.conf")" = 4 ] || fail "expected 4 tree points"
 
+# A second calibration merged with the first: same points, medians.
+"$tune" -t 2 -b 8 -e 64K -f 64 -r 3 --sample-us 500 -o "$dir/t2.conf" > /dev/null || fail "second calibration"
+"$tune" --merge "$dir/t.conf" "$dir/t2.conf" -o "$dir/m.conf" || fail "merge exited $?"
+[ "$(grep -c '^measured\.ring ' "$dir/m.conf")" = 4 ] || fail "merged file lost points"
+"$tune" -t 2 -b 8 -e 1K -f 64 -r 1 --sample-us 100 -o "$dir/other.conf" > /dev/null || fail "third calibration"
+if "$tune" --merge "$dir/t.conf" "$dir/other.conf" -o "$dir/bad.conf" 2> "$dir/merge.err"; then
+  fail "merged calibrations of different sizes"
+fi
+grep -q "different sizes" "$dir/merge.err" || fail "merge error does not say why"
+
 status=0
 WEFT_TUNE_FILE="$dir/t.conf" "$run" -np 2 --timeout 120 "$tune" -b 8 -e 64K -f 64 -r 3 --sample-us 500 --check \
   > "$dir/check.out" || status=$?

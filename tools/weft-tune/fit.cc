@@ -2,11 +2,54 @@
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
 
 namespace weft::tune {
 
 using algo::Algo;
 using plan::Coll;
+
+namespace {
+
+double medianOf(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t h = v.size() / 2;
+  return v.size() % 2 ? v[h] : (v[h - 1] + v[h]) / 2;
+}
+
+}  // namespace
+
+algo::CostInputs mergeCalibrations(const std::vector<algo::CostInputs>& runs) {
+  if (runs.empty()) throw std::invalid_argument("no calibrations to merge");
+  algo::CostInputs out = runs[0];
+  for (const auto& r : runs) {
+    if (r.measuredRanks != out.measuredRanks || r.measuredHosts != out.measuredHosts)
+      throw std::invalid_argument("calibrations of different shapes (measured.nranks / measured.nhosts)");
+    for (int a = 0; a < algo::kNumAlgos; a++) {
+      if (r.measured[a].nPoints != out.measured[a].nPoints)
+        throw std::invalid_argument("calibrations with different sizes");
+      for (int i = 0; i < r.measured[a].nPoints; i++)
+        if (r.measured[a].bytes[i] != out.measured[a].bytes[i])
+          throw std::invalid_argument("calibrations with different sizes");
+    }
+  }
+  auto med = [&](auto field) {
+    std::vector<double> v;
+    for (const auto& r : runs) v.push_back(field(r));
+    return medianOf(v);
+  };
+  out.intra.latencyUs = med([](const algo::CostInputs& r) { return r.intra.latencyUs; });
+  out.intra.bandwidthGBs = med([](const algo::CostInputs& r) { return r.intra.bandwidthGBs; });
+  out.inter.latencyUs = med([](const algo::CostInputs& r) { return r.inter.latencyUs; });
+  out.inter.bandwidthGBs = med([](const algo::CostInputs& r) { return r.inter.bandwidthGBs; });
+  for (int a = 0; a < algo::kNumAlgos; a++) {
+    out.baseUs[a] = med([a](const algo::CostInputs& r) { return r.baseUs[a]; });
+    out.bwScale[a] = med([a](const algo::CostInputs& r) { return r.bwScale[a]; });
+    for (int i = 0; i < out.measured[a].nPoints; i++)
+      out.measured[a].us[i] = med([a, i](const algo::CostInputs& r) { return r.measured[a].us[i]; });
+  }
+  return out;
+}
 
 std::vector<double> smoothLogLog(const std::vector<double>& us) {
   std::vector<double> out = us;

@@ -23,6 +23,14 @@ std::vector<double> smoothLogLog(const std::vector<double>& us);
 // points[i].medianUs is indexed by algorithm (Algo's value). `start` holds
 // the communicator's topology-derived inputs; `network`: fit the network
 // link's constants (ranks over sockets) instead of shared memory's.
+// Several calibrations of the same shape and sizes (separate runs: on an
+// oversubscribed host a run's scheduling settles into a state that favours
+// one algorithm or another for its whole length, which interleaving within
+// the run cannot average out) combined point by point: the median of each
+// constant and each curve point. Throws std::invalid_argument when shapes
+// or sizes differ.
+algo::CostInputs mergeCalibrations(const std::vector<algo::CostInputs>& runs);
+
 algo::CostInputs fitCostInputs(const algo::CostInputs& start, const std::vector<SweepPoint>& points, bool network);
 
 }  // namespace weft::tune

@@ -36,6 +36,7 @@ struct Options {
   weft::tune::SweepOptions sweep;
   std::string out = "weft-tune.conf";
   bool check = false;
+  std::vector<std::string> merge;  // --merge: tune files to combine
   double tolerance = 0.10;
 };
 
@@ -43,6 +44,7 @@ struct Options {
   fprintf(code ? stderr : stdout,
           "usage: weft-tune [-t NRANKS] [--transport shm|socket] [-b MIN] [-e MAX] [-f FACTOR] [-r ROUNDS]\n"
           "                 [--sample-us US] [-o FILE | --check [--tolerance FRACTION]]\n"
+          "       weft-tune --merge FILE... -o FILE\n"
           "Times AllReduce (float32 sum) with each algorithm, interleaved, median of ROUNDS samples per size.\n"
           "  -o FILE   write the fitted constants and measured curves (default weft-tune.conf);\n"
           "            communicators load them with WEFT_TUNE_FILE=FILE\n"
@@ -50,7 +52,9 @@ struct Options {
           "            per size, its time over the best algorithm's; exit 1 when any is above 1+FRACTION\n"
           "            (default 0.10)\n"
           "Ranks: -t N threads in this process, or one per process under a launcher\n"
-          "(benchmarks/weft-run -np N weft-tune ...). Sizes default to 8 B .. 64 MB, x2.\n");
+          "(benchmarks/weft-run -np N weft-tune ...). Sizes default to 8 B .. 64 MB, x2.\n"
+          "  --merge   combine calibrations of separate runs (same shape and sizes) into one file: the\n"
+          "            median of every constant and curve point\n");
   exit(code);
 }
 
@@ -91,6 +95,10 @@ Options parse(int argc, char** argv) {
     else if (a == "-o") o.out = next();
     else if (a == "--check") o.check = true;
     else if (a == "--tolerance") o.tolerance = atof(next());
+    else if (a == "--merge") {
+      while (i + 1 < argc && argv[i + 1][0] != '-') o.merge.push_back(argv[++i]);
+      if (o.merge.empty()) usage(2);
+    }
     else if (a == "-h" || a == "--help") usage(0);
     else usage(2);
   }
@@ -211,8 +219,32 @@ int runRank(const Options& o, weftComm_t base, int rank, int nranks, const char*
 
 }  // namespace
 
+// --merge: no ranks, only files.
+int mergeFiles(const Options& o) {
+  std::vector<weft::algo::CostInputs> runs;
+  try {
+    for (const std::string& f : o.merge) {
+      weft::algo::CostInputs in;
+      weft::loadTuneFile(f, &in);
+      if (in.measuredRanks == 0) throw std::invalid_argument(f + " has no measured curves");
+      runs.push_back(in);
+    }
+    weft::algo::CostInputs merged = weft::tune::mergeCalibrations(runs);
+    std::string comment = "median of " + std::to_string(runs.size()) + " calibrations:";
+    for (const std::string& f : o.merge) comment += " " + f;
+    weft::saveTuneFile(o.out, merged, comment);
+    printf("# merged %zu calibrations of %d rank(s) on %d host(s) into %s\n", runs.size(), merged.measuredRanks,
+           merged.measuredHosts, o.out.c_str());
+  } catch (const std::exception& e) {
+    fprintf(stderr, "weft-tune: --merge: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
+
 int main(int argc, char** argv) {
   Options o = parse(argc, argv);
+  if (!o.merge.empty()) return mergeFiles(o);
   if (!getenv("WEFT_SOCKET_IFNAME")) setenv("WEFT_SOCKET_IFNAME", "lo", 1);
   if (o.socket) setenv("WEFT_SHM_DISABLE", "1", 1);
   // A calibration measures the algorithms themselves, not an earlier file's choices.
