@@ -257,7 +257,9 @@ weftComm* createComm(const weftUniqueId& id, int nranks, int rank, const weftCon
 
   weftComm* raw = comm.get();
   comm->bootstrap->setPeerLostHandler([raw](int peer) {
-    raw->setAsyncError(weftRemoteError, "rank " + std::to_string(peer) + " left without destroying its communicator");
+    raw->setAsyncError(weftRemoteError, "rank " + std::to_string(peer) +
+                                            " is gone: its process ended without destroying its communicator, or its "
+                                            "host stopped answering (WEFT_SOCKET_DEAD_PEER_S)");
     WEFT_WARN("rank %d: peer rank %d is gone (process died or connection dropped)", raw->rank, peer);
   });
 

@@ -239,9 +239,34 @@ static void setNonBlocking(int fd) {
   if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0) raiseErrno("fcntl(O_NONBLOCK)");
 }
 
+static int deadPeerSeconds() {
+  static const int s = static_cast<int>(envInt("WEFT_SOCKET_DEAD_PEER_S", 30));
+  return s;
+}
+
+// A host that vanishes (cable, switch port, kernel hang) sends no FIN or RST,
+// so without this its connections look alive until WEFT_TIMEOUT_MS. Keepalive
+// probes an idle connection; TCP_USER_TIMEOUT bounds how long sent data may
+// stay unacknowledged. Either ends the connection with an error, which the
+// bootstrap reader and the socket proxies turn into the communicator's
+// async error.
+static void setDeadPeerOptions(int fd) {
+  const int s = deadPeerSeconds();
+  if (s <= 0) return;
+  int one = 1;
+  const int idle = std::max(1, s / 3), count = 3, interval = std::max(1, (s - idle) / count);
+  const unsigned userTimeoutMs = static_cast<unsigned>(s) * 1000u;
+  setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+  setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
+  setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval, sizeof(interval));
+  setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof(count));
+  setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &userTimeoutMs, sizeof(userTimeoutMs));
+}
+
 static void setDataOptions(int fd) {
   int one = 1;
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  setDeadPeerOptions(fd);
   int buf = socketBufferBytes();
   if (buf > 0) {
     setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof(buf));
@@ -281,6 +306,7 @@ Socket connectTo(const SocketAddress& addr, Deadline deadline, StopFlags stop, b
     Socket s(::socket(addr.sa.sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0));
     if (!s.valid()) raiseErrno("socket");
     if (dataSocket) setDataOptions(s.fd());
+    else setDeadPeerOptions(s.fd());
     setNonBlocking(s.fd());
     int rc = ::connect(s.fd(), &addr.sa, addr.length());
     int e = rc == 0 ? 0 : errno;
@@ -330,6 +356,7 @@ Socket acceptFrom(const Socket& listener, Deadline deadline, StopFlags stop, Soc
     if (peer) *peer = SocketAddress::fromSockaddr(reinterpret_cast<sockaddr*>(&ss), len);
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    setDeadPeerOptions(fd);
     return Socket(fd);
   }
 }

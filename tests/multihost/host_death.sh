@@ -22,18 +22,25 @@
 #                                       progress ... (WEFT_TIMEOUT_MS)" (or a
 #                                       remote error) within WEFT_TIMEOUT_MS
 #                                       (5 s) + 8 s, then weftCommDestroy.
+#   host_death.sh <fault_rank> unplug-fast   the same with WEFT_TIMEOUT_MS at
+#                                       60 s and WEFT_SOCKET_DEAD_PEER_S=4:
+#                                       TCP keepalive / TCP_USER_TIMEOUT must
+#                                       end the lost connections, so every
+#                                       rank fails with a remote error within
+#                                       15 s, long before the timeout.
 #
 # It prints how long each rank took to fail after the fault and to clean up.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/netns_hosts.sh"
 source "$here/checks.sh"
-usage="usage: host_death.sh <fault_rank binary> kill|unplug"
+usage="usage: host_death.sh <fault_rank binary> kill|unplug|unplug-fast"
 prog=${1:?$usage}
 mode=${2:?$usage}
 case "$mode" in
   kill) victim=0 timeout_ms=20000 bound_ms=10000 cleanup=abort ;;
   unplug) victim=2 timeout_ms=5000 bound_ms=13000 cleanup=destroy ;;
+  unplug-fast) victim=2 timeout_ms=60000 bound_ms=15000 cleanup=destroy ;;
   *) echo "$usage" >&2; exit 2 ;;
 esac
 [ -x "$prog" ] || { echo "$prog: not an executable" >&2; exit 2; }
@@ -48,7 +55,9 @@ trap 'mh_teardown; rm -rf "$logroot"' EXIT
 dir="$logroot/$mode"
 # 1 MiB + 4 bytes per AllReduce: ring chunks of unequal sizes, so a piece
 # read at the wrong step is caught.
-mh_launch $per 45 "$dir" WEFT_DEBUG=WARN WEFT_TIMEOUT_MS=$timeout_ms \
+dead_peer=30
+[ "$mode" = unplug-fast ] && dead_peer=4
+mh_launch $per 45 "$dir" WEFT_DEBUG=WARN WEFT_TIMEOUT_MS=$timeout_ms WEFT_SOCKET_DEAD_PEER_S=$dead_peer \
   -- "$prog" 262145 8 $cleanup 10000 40
 deadline=$(( $(mh_now_ms) + 20000 ))
 until [ "$(cat "$dir"/rank*.log 2>/dev/null | grep -c ': looping$')" = $n ]; do
@@ -89,7 +98,7 @@ for r in "${!MH_RC[@]}"; do
   if grep -q "internal error" "$dir/rank$r.log"; then
     mh_fail "rank $r reports an internal error: $(grep -m 1 'internal error' "$dir/rank$r.log" | cut -c1-200)"
   fi
-  if [ "$mode" = kill ]; then
+  if [ "$mode" != unplug ]; then
     grep -q "remote process exited or there was a network error" <<<"$err" ||
       mh_fail "rank $r: no weftRemoteError in its error line"
   else
@@ -100,7 +109,7 @@ done
 if [ "$mode" = kill ]; then
   grep -lE "peer rank [0-9]+ is gone|connection closed" "$dir"/rank*.log >/dev/null ||
     mh_fail "no survivor logged 'peer rank N is gone' or a closed connection"
-else
+elif [ "$mode" = unplug ]; then
   grep -l "made no progress for $timeout_ms ms (WEFT_TIMEOUT_MS)" "$dir"/rank*.log >/dev/null ||
     mh_fail "no rank logged 'made no progress for $timeout_ms ms (WEFT_TIMEOUT_MS)'"
 fi
