@@ -6,6 +6,7 @@
 #include <cuda_runtime_api.h>
 
 #include "src/cuda/cuda_check.h"
+#include "src/cuda/device_guard.h"
 #include "src/cuda/driver_api.h"
 #endif
 
@@ -17,20 +18,6 @@ namespace {
 
 constexpr size_t kGpuPage = size_t(2) << 20;
 constexpr uintptr_t kHostPage = 4096;
-
-// Makes `device` current while it lives (driver calls act on the current
-// context; the caller's choice is restored).
-class CurrentDevice {
- public:
-  explicit CurrentDevice(int device) {
-    WEFT_CUDA_CHECK(cudaGetDevice(&previous_));
-    if (device != previous_) WEFT_CUDA_CHECK(cudaSetDevice(device));
-  }
-  ~CurrentDevice() { (void)cudaSetDevice(previous_); }
-
- private:
-  int previous_ = 0;
-};
 
 const DriverApi& api() {
   std::string why;
@@ -73,7 +60,7 @@ GpuDirectSupport gpuDirectSupport(int device) {
 
 GpuDirectBuffer::GpuDirectBuffer(int device, size_t bytes) {
   if (bytes == 0) raise(weftInternalError, "GPU Direct RDMA: empty buffer requested");
-  CurrentDevice guard(device);
+  DeviceGuard guard(device);
   const size_t rounded = (bytes + kGpuPage - 1) / kGpuPage * kGpuPage;
   void* p = nullptr;
   WEFT_CUDA_CHECK(cudaMalloc(&p, rounded));
@@ -115,7 +102,7 @@ int exportDmaBuf(const void* p, size_t bytes) {
   if (reinterpret_cast<uintptr_t>(p) % kHostPage || bytes % kHostPage)
     raise(weftInternalError, "GPU Direct RDMA: dma-buf export of %zu bytes at %p is not page aligned", bytes, p);
   const DriverApi& d = api();
-  CurrentDevice guard(deviceOf(p));
+  DeviceGuard guard(deviceOf(p));
   int fd = -1;
   CUresult r = d.memGetHandleForAddressRange(&fd, reinterpret_cast<CUdeviceptr>(p), bytes,
                                              CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0);

@@ -10,6 +10,7 @@
 #include <cuda_runtime_api.h>
 
 #include "src/cuda/cuda_check.h"
+#include "src/cuda/device_guard.h"
 #endif
 
 namespace weft {
@@ -33,19 +34,6 @@ struct P2pOffer {
 bool sameProcess(const ConnectContext& ctx, int peer) {
   return ctx.peer(peer).processHash == ctx.self().processHash && ctx.peer(peer).pid == ctx.self().pid;
 }
-
-// Makes `device` current for the lifetime of the guard.
-class DeviceGuard {
- public:
-  explicit DeviceGuard(int device) {
-    WEFT_CUDA_CHECK(cudaGetDevice(&previous_));
-    if (device != previous_) WEFT_CUDA_CHECK(cudaSetDevice(device));
-  }
-  ~DeviceGuard() { (void)cudaSetDevice(previous_); }
-
- private:
-  int previous_ = 0;
-};
 
 class P2pConnection : public Connection {
  public:
@@ -106,7 +94,7 @@ class P2pTransport : public Transport {
     c->sameProc = sameProcess(ctx, peer);
     c->device = ctx.self().cudaDev;
     if (c->device < 0) raise(weftInvalidUsage, "p2p: rank %d has no CUDA device", ctx.rank);
-    DeviceGuard guard(c->device);
+    cuda::DeviceGuard guard(c->device);
     const size_t bytes = fifoBytes(ctx.geometry.nSlots, ctx.geometry.slotBytes);
     WEFT_CUDA_CHECK(cudaMalloc(&c->owned, bytes));
     // The header is built on the host (fifoInit validates the geometry) and
@@ -140,7 +128,7 @@ class P2pTransport : public Transport {
     if (offer.magic != kP2pMsgMagic || offer.bytes != bytes || bool(offer.sameProcess) != c->sameProc)
       raise(weftInternalError, "p2p: rank %d offered a FIFO this rank cannot use (%lu bytes, expected %zu)", peer,
             static_cast<unsigned long>(offer.bytes), bytes);
-    DeviceGuard guard(c->device);
+    cuda::DeviceGuard guard(c->device);
     void* mem;
     if (c->sameProc) {
       mem = reinterpret_cast<void*>(offer.addr);
