@@ -4,6 +4,8 @@
 set -euo pipefail
 pkgs=(cmake g++ make pkg-config libhwloc-dev hwloc libgtest-dev libgmock-dev
       libibverbs-dev rdma-core libopenmpi-dev openmpi-bin libgloo-dev iperf3 python3 iproute2
+      # stacks of a test process that outlived its deadline (tests/process)
+      elfutils
       # the PyTorch backend (bindings/torch): Debian's torch 1.13, CPU only
       python3-torch libtorch-dev pybind11-dev)
 missing=()

@@ -1,14 +1,18 @@
 #include "process_ranks.h"
 
+#include <dirent.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
 #include <fstream>
+#include <new>
 #include <sstream>
 #include <thread>
 
@@ -33,6 +37,68 @@ struct LogSetup {
   ~LogSetup() { unlink(logPath().c_str()); }
 };
 LogSetup logSetup;
+
+struct SharedId {
+  std::atomic<int> state{0};  // 0 not yet, 1 ready, 2 rank 0 failed
+  weftUniqueId id;
+};
+
+// Rank 0 publishes the id, the others wait for it (until the run's deadline).
+bool shareUniqueId(int rank, SharedId* shared, int64_t deadlineMs, weftUniqueId* id) {
+  if (rank == 0) {
+    weftResult_t rc = weftGetUniqueId(&shared->id);
+    if (rc != weftSuccess) {
+      fprintf(stderr, "rank 0: weftGetUniqueId failed: %s (%s)\n", weftGetErrorString(rc), weftGetLastError(nullptr));
+      shared->state.store(2);
+      return false;
+    }
+    *id = shared->id;
+    shared->state.store(1);
+    return true;
+  }
+  for (;;) {
+    int s = shared->state.load();
+    if (s == 1) {
+      *id = shared->id;
+      return true;
+    }
+    if (s == 2 || nowMs() > deadlineMs) {
+      fprintf(stderr, "rank %d: no unique id from rank 0%s\n", rank, s == 2 ? " (it failed to make one)" : "");
+      return false;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
+// A child that outlived the deadline is stuck somewhere no bound covers:
+// say where before killing it, so a rare hang in CI leaves a trace. Each
+// thread's kernel wait channel and system call, then user-space stacks from
+// eu-stack (elfutils) or gdb when one is installed.
+void reportStuckChild(int rank, pid_t pid) {
+  fprintf(stderr, "---- rank %d (pid %d) outlived the deadline; its threads:\n", rank, pid);
+  const std::string task = "/proc/" + std::to_string(pid) + "/task";
+  if (DIR* d = opendir(task.c_str())) {
+    while (dirent* e = readdir(d)) {
+      if (e->d_name[0] == '.') continue;
+      auto first = [&](const char* file) {
+        std::ifstream f(task + "/" + e->d_name + "/" + file);
+        std::string line;
+        std::getline(f, line);
+        return line;
+      };
+      fprintf(stderr, "  tid %s (%s): wchan %s, syscall %s\n", e->d_name, first("comm").c_str(),
+              first("wchan").c_str(), first("syscall").c_str());
+    }
+    closedir(d);
+  }
+  fflush(stderr);
+  const std::string p = std::to_string(pid);
+  const std::string cmd =
+      "if command -v eu-stack >/dev/null 2>&1; then timeout 30 eu-stack -p " + p +
+      " 1>&2; elif command -v gdb >/dev/null 2>&1; then timeout 60 gdb -p " + p +
+      " -batch -nx -ex 'thread apply all bt' 1>&2 2>/dev/null; else echo '  (no eu-stack or gdb: no stacks)' 1>&2; fi";
+  if (system(cmd.c_str()) != 0) fprintf(stderr, "  (stack dump command failed)\n");
+}
 
 }  // namespace
 
@@ -76,12 +142,18 @@ ProcessRunResult runRankProcesses(int n, const std::function<int(int, const weft
                                   const ProcessRunOptions& options) {
   ProcessRunResult result;
   result.children.resize(n);
-  weftUniqueId id;
-  if (weftResult_t rc = weftGetUniqueId(&id); rc != weftSuccess) {
+  // Rank 0 makes the id and hands it over through a shared page, as an MPI
+  // job would broadcast it: the parent stays single-threaded (a bootstrap
+  // root thread running in it while it forks would leave each child a copy
+  // of whatever that thread had locked).
+  auto* shared = static_cast<SharedId*>(
+      mmap(nullptr, sizeof(SharedId), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0));
+  if (shared == MAP_FAILED) {
     for (auto& c : result.children) c.exitCode = 98;
-    fprintf(stderr, "weftGetUniqueId failed in the parent: %s\n", weftGetErrorString(rc));
+    perror("mmap");
     return result;
   }
+  new (shared) SharedId();
   fflush(nullptr);  // nothing buffered may be written twice
   const int64_t start = nowMs();
   std::vector<pid_t> pids(n, -1);
@@ -95,6 +167,11 @@ ProcessRunResult runRankProcesses(int n, const std::function<int(int, const weft
             if (v.empty()) unsetenv(k.c_str());
             else setenv(k.c_str(), v.c_str(), 1);
           }
+        weftUniqueId id;
+        if (!shareUniqueId(r, shared, start + options.deadlineMs, &id)) {
+          fflush(nullptr);
+          _exit(98);
+        }
         code = body(r, id);
       } catch (const std::exception& e) {
         fprintf(stderr, "rank %d (pid %d): exception: %s\n", r, getpid(), e.what());
@@ -134,6 +211,8 @@ ProcessRunResult runRankProcesses(int n, const std::function<int(int, const weft
     if (nowMs() - start > options.deadlineMs) {
       result.timedOut = true;
       for (int r = 0; r < n; r++)
+        if (!done[r]) reportStuckChild(r, pids[r]);
+      for (int r = 0; r < n; r++)
         if (!done[r]) kill(pids[r], SIGKILL);
       for (int r = 0; r < n; r++)
         if (!done[r]) {
@@ -147,6 +226,7 @@ ProcessRunResult runRankProcesses(int n, const std::function<int(int, const weft
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   result.elapsedMs = nowMs() - start;
+  munmap(shared, sizeof(SharedId));
   return result;
 }
 

@@ -1,9 +1,10 @@
 // Ranks as separate processes on this host.
 //
-// The parent creates the unique id (its bootstrap root thread lives in the
-// parent) and forks one child per rank. A child sets its environment before
-// its first weft call, runs a body, reports problems on stderr and leaves
-// with _exit(code): it never returns into GoogleTest. The parent waits with a
+// The parent forks one child per rank and stays single-threaded; rank 0
+// makes the unique id (its bootstrap root thread lives in rank 0) and shares
+// it with the others. A child sets its environment before its first weft
+// call, runs a body, reports problems on stderr and leaves with _exit(code):
+// it never returns into GoogleTest. The parent waits with a
 // deadline and SIGKILLs every child that outlives it.
 #pragma once
 
