@@ -67,9 +67,12 @@ TEST(WeftTuneFit, MergeTakesTheMedianPerPointAndRefusesOtherShapes) {
     }
   }
   algo::CostInputs m = tune::mergeCalibrations(runs);
-  EXPECT_DOUBLE_EQ(m.measured[0].us[0], 20);
+  // 8 B: the trees were best in every run (median 6); the ring's worst run
+  // was 30 / 6 = 5 times the best.
   EXPECT_DOUBLE_EQ(m.measured[1].us[0], 6);
-  EXPECT_DOUBLE_EQ(m.measured[0].us[1], 100);
+  EXPECT_DOUBLE_EQ(m.measured[2].us[0], 6);
+  EXPECT_DOUBLE_EQ(m.measured[0].us[0], 30);
+  EXPECT_DOUBLE_EQ(m.measured[0].us[1], 100);  // all equal: the median
   EXPECT_DOUBLE_EQ(m.intra.latencyUs, 2);
   runs[2].measuredRanks = 4;
   EXPECT_THROW(tune::mergeCalibrations(runs), std::invalid_argument);
@@ -77,6 +80,32 @@ TEST(WeftTuneFit, MergeTakesTheMedianPerPointAndRefusesOtherShapes) {
   runs[2].measured[1].bytes[1] = 2048;
   EXPECT_THROW(tune::mergeCalibrations(runs), std::invalid_argument);
   EXPECT_THROW(tune::mergeCalibrations({}), std::invalid_argument);
+}
+
+// Near a crossover: the ring wins two runs by 3% and loses the third by 30%;
+// binarytree is never more than 3% off. The median would pick the ring; the
+// merge must make binarytree the smallest.
+TEST(WeftTuneFit, MergePicksTheAlgorithmNeverFarFromTheBest) {
+  const double ring[3] = {100, 100, 130}, btree[3] = {103, 103, 100}, tree[3] = {120, 125, 140};
+  std::vector<algo::CostInputs> runs(3);
+  for (int k = 0; k < 3; k++) {
+    runs[k].measuredRanks = 8;
+    runs[k].measuredHosts = 1;
+    runs[k].measured[int(algo::Algo::Ring)].add(4 << 20, ring[k]);
+    runs[k].measured[int(algo::Algo::Tree)].add(4 << 20, btree[k]);
+    runs[k].measured[int(algo::Algo::DoubleTree)].add(4 << 20, tree[k]);
+  }
+  algo::CostInputs m = tune::mergeCalibrations(runs);
+  const double r = m.measured[int(algo::Algo::Ring)].us[0];
+  const double b = m.measured[int(algo::Algo::Tree)].us[0];
+  const double t = m.measured[int(algo::Algo::DoubleTree)].us[0];
+  EXPECT_NEAR(r, 100 * 1.30, 1e-9);  // best median 100 x the ring's 130/100
+  EXPECT_NEAR(b, 100 * 1.03, 1e-9);
+  EXPECT_NEAR(t, 100 * 1.40, 1e-9);
+  m.nranks = 8;
+  m.nHosts = 1;
+  m.bytes = 4 << 20;
+  EXPECT_EQ(algo::selectAlgo(plan::Coll::AllReduce, m, algo::AlgoFilter{}), algo::Algo::Tree);
 }
 
 }  // namespace

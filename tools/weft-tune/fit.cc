@@ -17,6 +17,40 @@ double medianOf(std::vector<double> v) {
   return v.size() % 2 ? v[h] : (v[h - 1] + v[h]) / 2;
 }
 
+// True when every algorithm's curve was measured at the same sizes (what
+// weft-tune writes), so that a point index is one size for all of them.
+bool sameSizesForAllAlgos(const algo::CostInputs& c) {
+  for (int a = 1; a < algo::kNumAlgos; a++) {
+    if (c.measured[a].nPoints != c.measured[0].nPoints) return false;
+    for (int i = 0; i < c.measured[0].nPoints; i++)
+      if (c.measured[a].bytes[i] != c.measured[0].bytes[i]) return false;
+  }
+  return c.measured[0].nPoints > 0;
+}
+
+// At each size: the best algorithm's median time stays; every algorithm is
+// set to that time x its worst ratio to the best of any one run. The
+// smallest time then belongs to the algorithm whose worst run was closest
+// to that run's best (minimax regret), not to the one with the best median:
+// near a crossover two algorithms trade places from run to run, and the
+// median picks whichever won two of three runs, however badly it lost the
+// third.
+void scaleByWorstRegret(const std::vector<algo::CostInputs>& runs, algo::CostInputs* out) {
+  for (const auto& r : runs)
+    if (!sameSizesForAllAlgos(r)) return;
+  for (int i = 0; i < out->measured[0].nPoints; i++) {
+    double worst[algo::kNumAlgos] = {};
+    for (const auto& r : runs) {
+      double best = r.measured[0].us[i];
+      for (int a = 1; a < algo::kNumAlgos; a++) best = std::min(best, r.measured[a].us[i]);
+      for (int a = 0; a < algo::kNumAlgos; a++) worst[a] = std::max(worst[a], r.measured[a].us[i] / best);
+    }
+    double bestMedian = out->measured[0].us[i];
+    for (int a = 1; a < algo::kNumAlgos; a++) bestMedian = std::min(bestMedian, out->measured[a].us[i]);
+    for (int a = 0; a < algo::kNumAlgos; a++) out->measured[a].us[i] = bestMedian * worst[a];
+  }
+}
+
 }  // namespace
 
 algo::CostInputs mergeCalibrations(const std::vector<algo::CostInputs>& runs) {
@@ -48,6 +82,7 @@ algo::CostInputs mergeCalibrations(const std::vector<algo::CostInputs>& runs) {
     for (int i = 0; i < out.measured[a].nPoints; i++)
       out.measured[a].us[i] = med([a, i](const algo::CostInputs& r) { return r.measured[a].us[i]; });
   }
+  scaleByWorstRegret(runs, &out);
   return out;
 }
 

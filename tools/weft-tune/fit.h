@@ -27,8 +27,10 @@ std::vector<double> smoothLogLog(const std::vector<double>& us);
 // oversubscribed host a run's scheduling settles into a state that favours
 // one algorithm or another for its whole length, which interleaving within
 // the run cannot average out) combined point by point: the median of each
-// constant and each curve point. Throws std::invalid_argument when shapes
-// or sizes differ.
+// constant; at each curve size the best median time, and every algorithm at
+// that time x its worst ratio to the best of any single run, so that the
+// selector picks the algorithm that was never far from the best (minimax
+// regret). Throws std::invalid_argument when shapes or sizes differ.
 algo::CostInputs mergeCalibrations(const std::vector<algo::CostInputs>& runs);
 
 algo::CostInputs fitCostInputs(const algo::CostInputs& start, const std::vector<SweepPoint>& points, bool network);
