@@ -54,7 +54,7 @@ TEST(WeftTuneFit, CurvesForTheMeasuredShapeAndFittedLinks) {
   EXPECT_EQ(algo::selectAlgo(plan::Coll::AllReduce, in, all), algo::Algo::Ring);
 }
 
-TEST(WeftTuneFit, MergeTakesTheMedianPerPointAndRefusesOtherShapes) {
+TEST(WeftTuneFit, MergeTakesMediansAndRefusesOtherShapes) {
   std::vector<algo::CostInputs> runs(3);
   const double ring[3] = {10, 30, 20}, lat[3] = {1, 3, 2};
   for (int k = 0; k < 3; k++) {
