@@ -74,9 +74,31 @@ AlgoFilter parseAlgoFilter(const std::string& spec) {
       specific[c] = true;
     }
   }
-  for (int c = 0; c < 7; c++)
-    if (!specific[c]) f.allowed[c] = general;
+  for (int c = 0; c < 7; c++) {
+    if (specific[c]) continue;
+    f.allowed[c] = general;
+    bool implementable = false, allowedOne = false;
+    for (int a = 0; a < kNumAlgos; a++) {
+      const bool supports = algoSupports(Algo(a), plan::Coll(c));
+      implementable |= supports;
+      allowedOne |= supports && general[a];
+    }
+    if (implementable && !allowedOne) {
+      f.allowed[c].fill(true);
+      f.generalIgnored[c] = true;
+    }
+  }
   return f;
+}
+
+std::string ignoredCollectives(const AlgoFilter& f) {
+  std::string out;
+  for (int c = 0; c < 7; c++)
+    if (f.generalIgnored[c]) {
+      if (!out.empty()) out += ", ";
+      out += plan::collName(plan::Coll(c));
+    }
+  return out;
 }
 
 Algo selectAlgo(plan::Coll c, const CostInputs& in, const AlgoFilter& f) {

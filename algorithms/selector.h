@@ -19,8 +19,17 @@ namespace weft::algo {
 struct AlgoFilter {
   // allowed[coll][algo]; all true when WEFT_ALGO is unset.
   std::array<std::array<bool, kNumAlgos>, 7> allowed;
+  // Collectives the general list (no per-collective entry) would have left
+  // without an algorithm that implements them: `tree` names an AllReduce
+  // algorithm and must not break a job's AllGathers, so these keep every
+  // algorithm (the caller says so in the log). A per-collective entry that
+  // leaves none is still an error at selection: that was asked for by name.
+  std::array<bool, 7> generalIgnored{};
   AlgoFilter();
 };
+
+// "AllGather, Broadcast" for the collectives f.generalIgnored names; "" if none.
+std::string ignoredCollectives(const AlgoFilter& f);
 
 // Throws weftInvalidArgument naming the bad token.
 AlgoFilter parseAlgoFilter(const std::string& spec);

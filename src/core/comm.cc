@@ -264,6 +264,16 @@ weftComm* createComm(const weftUniqueId& id, int nranks, int rank, const weftCon
   });
 
   comm->algoFilter = algo::parseAlgoFilter(envString("WEFT_ALGO").value_or(""));
+  if (std::string ignored = algo::ignoredCollectives(comm->algoFilter); !ignored.empty()) {
+    const std::string spec = envString("WEFT_ALGO").value_or("");
+    // Once per communicator on rank 0 at WARN (a filter that silently did
+    // nothing would be as bad as one that broke the job), INFO elsewhere.
+    if (rank == 0)
+      WEFT_WARN("WEFT_ALGO=%s allows no algorithm that implements %s: those keep the selector's choice "
+                "(name one per collective, e.g. 'allgather:ring', to choose)", spec.c_str(), ignored.c_str());
+    else
+      WEFT_INFO(kTune, "WEFT_ALGO=%s does not apply to %s", spec.c_str(), ignored.c_str());
+  }
   comm->checkCalls = envInt("WEFT_CHECK", 0) != 0;
   if (int64_t s = envInt("WEFT_SLICE_BYTES", 0)) {
     if (s < 64 || uint64_t(s) > comm->geometry.slotBytes)

@@ -53,7 +53,17 @@ TEST(Selector, ParsesWeftAlgo) {
 
   f = algo::parseAlgoFilter("^ring");
   EXPECT_NE(algo::selectAlgo(Coll::AllReduce, inputs(8, 1, 1ull << 30), f), Algo::Ring);
-  EXPECT_THROW(algo::selectAlgo(Coll::AllGather, inputs(8, 1, 1024), f), Error);  // only ring implements it
+  // Only the ring implements AllGather: the general list does not apply to
+  // it (the communicator logs that), and a per-collective entry that leaves
+  // nothing is still an error.
+  EXPECT_EQ(algo::selectAlgo(Coll::AllGather, inputs(8, 1, 1024), f), Algo::Ring);
+  EXPECT_EQ(algo::ignoredCollectives(f), "ReduceScatter, AllGather, Broadcast, Reduce");
+  EXPECT_TRUE(algo::ignoredCollectives(algo::parseAlgoFilter("ring")).empty());
+  EXPECT_TRUE(algo::ignoredCollectives(algo::parseAlgoFilter("tree,ring")).empty());
+  f = algo::parseAlgoFilter("tree; allgather:^ring");
+  EXPECT_THROW(algo::selectAlgo(Coll::AllGather, inputs(8, 1, 1024), f), Error);
+  EXPECT_EQ(algo::selectAlgo(Coll::Broadcast, inputs(8, 1, 1024), f), Algo::Ring);
+  EXPECT_EQ(algo::ignoredCollectives(f), "ReduceScatter, Broadcast, Reduce");
 
   f = algo::parseAlgoFilter("ring; allreduce:tree");
   EXPECT_EQ(algo::selectAlgo(Coll::AllReduce, inputs(8, 1, 1ull << 30), f), Algo::DoubleTree);
