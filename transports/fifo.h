@@ -43,6 +43,30 @@ size_t fifoBytes(uint32_t nSlots, uint64_t slotBytes);
 // Initialises a FIFO in `mem` (at least fifoBytes bytes, page aligned).
 FifoHeader* fifoInit(void* mem, uint32_t nSlots, uint64_t slotBytes);
 
+// A transport whose bytes a proxy thread moves (socket) can let the
+// executor move them itself: on a post it pushes the slot out at once, and
+// while it would wait for a slot it reads what has arrived. A small message
+// then crosses without waking the proxy and without the proxy waking the
+// executor, two thread hand-offs per hop that cost tens of microseconds
+// each. Whoever moves bytes first does it; the proxy stays for the rest.
+class FifoProgress {
+ public:
+  // The executor waits on this FIFO for a piece of pieceBytes: move what
+  // can be moved now. True when something moved (a slot posted or freed).
+  // A transport may decline (large pieces: its proxy moving them while the
+  // executor computes is the overlap that gives bandwidth).
+  virtual bool tryProgress(uint64_t pieceBytes) = 0;
+  // The executor posted a slot (producer end) / freed one (consumer end).
+  virtual void posted() = 0;
+  virtual void released() = 0;
+  // The executor stops moving bytes for now (it is going to sleep): the
+  // proxy must watch the sockets itself again.
+  virtual void idle() = 0;
+
+ protected:
+  ~FifoProgress() = default;
+};
+
 // One end of a FIFO as seen by one process: where the FIFO is, and whom to
 // wake. Copyable, no ownership.
 struct FifoEnd {
@@ -50,6 +74,9 @@ struct FifoEnd {
   char* data = nullptr;            // slot 0
   Doorbell* producerBell = nullptr;  // rung when a slot is freed
   Doorbell* consumerBell = nullptr;  // rung when a slot is posted
+  // Set on the executor's end of a proxied FIFO: post() and release() tell
+  // it instead of ringing, and a waiting executor may call tryProgress().
+  FifoProgress* progress = nullptr;
 
   bool valid() const { return hdr != nullptr; }
   uint64_t slotBytes() const { return hdr->slotBytes; }
@@ -66,7 +93,8 @@ struct FifoEnd {
     uint32_t p = hdr->posted.load(std::memory_order_relaxed);
     hdr->sizes[p % hdr->nSlots] = bytes;
     hdr->posted.store(p + 1, std::memory_order_release);
-    if (consumerBell) ring(consumerBell);
+    if (progress) progress->posted();
+    else if (consumerBell) ring(consumerBell);
   }
 
   // Consumer side. Returns the oldest posted slot (and its size) or nullptr.
@@ -81,7 +109,8 @@ struct FifoEnd {
   void release() const {
     uint32_t c = hdr->consumed.load(std::memory_order_relaxed);
     hdr->consumed.store(c + 1, std::memory_order_release);
-    if (producerBell) ring(producerBell);
+    if (progress) progress->released();
+    else if (producerBell) ring(producerBell);
   }
 
   bool failed() const { return hdr->failed.load(std::memory_order_acquire) != 0; }

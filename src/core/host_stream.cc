@@ -11,7 +11,7 @@ HostStream::~HostStream() {
     std::unique_lock<std::mutex> lock(mutex_);
     stop_ = true;
   }
-  cv_.notify_all();
+  workCv_.notify_all();
   worker_.join();
 }
 
@@ -20,13 +20,13 @@ void HostStream::enqueue(std::function<weftResult_t()> task) {
     std::lock_guard<std::mutex> lock(mutex_);
     queue_.push_back(std::move(task));
   }
-  cv_.notify_all();
+  workCv_.notify_one();
 }
 
 void HostStream::loop() {
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
-    cv_.wait(lock, [this] { return stop_ || !queue_.empty(); });
+    workCv_.wait(lock, [this] { return stop_ || !queue_.empty(); });
     if (queue_.empty()) return;  // stop requested and nothing left
     auto task = std::move(queue_.front());
     queue_.pop_front();
@@ -36,7 +36,7 @@ void HostStream::loop() {
     lock.lock();
     running_ = false;
     if (r != weftSuccess && error_ == weftSuccess) error_ = r;
-    cv_.notify_all();
+    if (queue_.empty()) idleCv_.notify_all();
   }
 }
 
@@ -44,7 +44,7 @@ void HostStream::loop() {
 // this wait ends.
 weftResult_t HostStream::synchronize() {
   std::unique_lock<std::mutex> lock(mutex_);
-  cv_.wait(lock, [this] { return queue_.empty() && !running_; });
+  idleCv_.wait(lock, [this] { return queue_.empty() && !running_; });
   return error_;
 }
 

@@ -28,7 +28,10 @@ class HostStream {
   void loop();
 
   std::mutex mutex_;
-  std::condition_variable cv_;
+  // Two conditions, so that neither side is woken for the other's event:
+  // the worker per enqueued task, a synchronizer only when all is done.
+  std::condition_variable workCv_;
+  std::condition_variable idleCv_;
   std::deque<std::function<weftResult_t()>> queue_;
   bool running_ = false;  // a task is executing
   bool stop_ = false;

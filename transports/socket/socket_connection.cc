@@ -5,6 +5,7 @@
 
 #include <cstring>
 
+#include "src/util/env.h"
 #include "src/util/error.h"
 #include "src/util/log.h"
 
@@ -43,16 +44,72 @@ SocketConnection::SocketConnection(Params params, std::vector<Socket> sockets, S
     end.producerBell = &bell_;        // freeing a slot wakes the proxy
     end.consumerBell = p_.localBell;  // posting a slot wakes the executor
   }
-  executorEnd_ = end;
   proxyEnd_ = end;
+  if (envInt("WEFT_SOCKET_INLINE", 1) != 0) end.progress = this;
+  executorEnd_ = end;
+  inlineFds_.reserve(p_.nSockets);
   if (p_.side == Side::Send) {
     sendCursors_.resize(p_.nSockets);
+    ready_.store(true);  // the sockets came connected
   } else {
     sockets_.resize(p_.nSockets);
     recvCursors_.resize(p_.nSockets);
     recvSlots_.resize(p_.geometry.nSlots);
   }
   proxy_ = std::thread([this] { run(); });
+}
+
+bool SocketConnection::executorActive() const {
+  return nowNs() - inlineAtNs_.load(std::memory_order_relaxed) < yieldWindowNs();
+}
+
+bool SocketConnection::tryProgress(uint64_t pieceBytes) {
+  if (pieceBytes > kInlineMaxBytes) {
+    // Not this one: a proxy that stood back for the executor takes over now.
+    if (inlineAtNs_.load(std::memory_order_relaxed) != 0) idle();
+    return false;
+  }
+  if (!ready_.load(std::memory_order_acquire) || halted()) return false;
+  std::unique_lock<std::mutex> lock(pumpMu_, std::try_to_lock);
+  if (!lock.owns_lock()) return false;  // the proxy is moving bytes right now
+  inlineAtNs_.store(nowNs(), std::memory_order_relaxed);
+  bool failed = false, moved = false;
+  if (p_.side == Side::Send) {
+    sendPass(&moved, &failed, &inlineFds_);
+  } else {
+    uint32_t open = 0;
+    bool slotWait = false;
+    moved = recvPass(&failed, &inlineFds_, &open, &slotWait);
+  }
+  return moved;
+}
+
+void SocketConnection::posted() {
+  // Send side: push the slot out now; the proxy is woken only for what the
+  // kernel did not take (or when it holds the sockets itself).
+  const FifoHeader* hdr = proxyEnd_.hdr;
+  const uint32_t last = hdr->posted.load(std::memory_order_relaxed) - 1;
+  if (p_.side == Side::Send && hdr->sizes[last % hdr->nSlots] <= kInlineMaxBytes &&
+      ready_.load(std::memory_order_acquire) && !halted()) {
+    std::unique_lock<std::mutex> lock(pumpMu_, std::try_to_lock);
+    if (lock.owns_lock()) {
+      inlineAtNs_.store(nowNs(), std::memory_order_relaxed);
+      bool moved = false, failed = false;
+      if (sendPass(&moved, &failed, &inlineFds_) || failed) return;
+    }
+  }
+  ring(&bell_);
+}
+
+void SocketConnection::released() {
+  // A proxy waiting for a free slot must hear of it; while the executor
+  // moves the bytes itself, it reads into that slot on its next wait.
+  if (!executorActive()) ring(&bell_);
+}
+
+void SocketConnection::idle() {
+  inlineAtNs_.store(0, std::memory_order_relaxed);
+  ring(&bell_);
 }
 
 SocketConnection::~SocketConnection() {

@@ -20,6 +20,7 @@
 
 #include <atomic>
 #include <functional>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -47,7 +48,7 @@ class StagingFifo {
   FifoHeader* hdr_ = nullptr;
 };
 
-class SocketConnection final : public Connection {
+class SocketConnection final : public Connection, private FifoProgress {
  public:
   enum class Side { Send, Recv };
 
@@ -100,6 +101,23 @@ class SocketConnection final : public Connection {
     uint64_t got = 0;
   };
 
+  // FifoProgress: the executor moves bytes itself when the proxy is not
+  // (WEFT_SOCKET_INLINE, default on). pumpMu_ makes one of them do it.
+  bool tryProgress(uint64_t pieceBytes) override;
+  void posted() override;
+  void released() override;
+  void idle() override;
+  // One pass of the send side under pumpMu_ (held by the caller); true when
+  // every posted slot is wholly in the kernel.
+  bool sendPass(bool* moved, bool* failed, std::vector<int>* fullFds);
+  // One pass of the receive side under pumpMu_: reads every open socket and
+  // posts the completed slots. *readFds: sockets to poll; *open: sockets not
+  // yet ended in order; *slotWait: some part waits for a free slot.
+  bool recvPass(bool* failed, std::vector<int>* readFds, uint32_t* open, bool* slotWait);
+  // The executor moved bytes within the last yield window: the proxy then
+  // sleeps instead of spinning for the same cores.
+  bool executorActive() const;
+
   void sendLoop();
   // Writes what the sockets take of slots [0, posted) and frees the slots
   // every socket is past; *fullFds gets the sockets whose buffer is full.
@@ -134,8 +152,13 @@ class SocketConnection final : public Connection {
   std::atomic<bool> halt_{false};        // destruction or failure: the proxy leaves
   std::atomic<bool> destroying_{false};  // halting on purpose: no error report
   std::atomic<bool> failed_{false};
+  std::atomic<bool> ready_{false};        // sockets connected: the executor may pump
+  std::atomic<int64_t> inlineAtNs_{0};    // when the executor last pumped
 
-  // Proxy thread only.
+  // The cursors below belong to whoever holds pumpMu_: the proxy thread, or
+  // the executor inside tryProgress() / posted().
+  std::mutex pumpMu_;
+  std::vector<int> inlineFds_;
   std::vector<SendCursor> sendCursors_;
   std::vector<RecvCursor> recvCursors_;
   std::vector<RecvSlot> recvSlots_;
@@ -143,6 +166,11 @@ class SocketConnection final : public Connection {
 
   std::thread proxy_;
 };
+
+// Pieces up to this size the executor moves itself (a message this small is
+// latency-bound: a thread hand-off costs more than the copy); larger ones
+// stay with the proxy, which moves them while the executor computes.
+inline constexpr uint64_t kInlineMaxBytes = 32 * 1024;
 
 // How long a sleeping proxy waits before re-checking its halt flags.
 inline constexpr int64_t kProxySleepSliceNs = 10 * 1000 * 1000;
@@ -152,11 +180,12 @@ inline constexpr int64_t kProxySleepSliceNs = 10 * 1000 * 1000;
 // the thread it waits for instead of paying a futex wake-up per slot.
 template <class Pred>
 inline bool SocketConnection::waitUntil(Pred pred) {
-  for (int i = spinCount(); i > 0; --i) {
+  const bool executorMoves = executorActive();
+  for (int i = executorMoves ? 0 : spinCount(); i > 0; --i) {
     if (pred()) return true;
     cpuRelax();
   }
-  const int64_t yieldUntil = nowNs() + yieldWindowNs();
+  const int64_t yieldUntil = executorMoves ? 0 : nowNs() + yieldWindowNs();
   while (nowNs() < yieldUntil) {
     if (pred()) return true;
     if (halted()) return false;

@@ -5,6 +5,7 @@
 #include <sched.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -115,8 +116,37 @@ bool SocketConnection::pumpRecv(uint32_t i, bool* failed) {
   return moved;
 }
 
+bool SocketConnection::recvPass(bool* failed, std::vector<int>* readFds, uint32_t* open, bool* slotWait) {
+  FifoHeader* hdr = proxyEnd_.hdr;
+  bool moved = false;
+  *open = 0;
+  *slotWait = false;
+  readFds->clear();
+  for (uint32_t i = 0; i < p_.nSockets; ++i) {
+    RecvCursor& c = recvCursors_[i];
+    if (c.closed) continue;
+    moved |= pumpRecv(i, failed);
+    if (*failed) return moved;
+    if (c.closed) continue;
+    ++*open;
+    if (c.waitsForSlot) *slotWait = true;
+    else readFds->push_back(sockets_[i].fd());
+  }
+  // Post, in order, every slot whose bytes have all arrived.
+  for (;;) {
+    RecvSlot& slot = recvSlots_[completed_ % hdr->nSlots];
+    if (!slot.known || slot.got != slot.bytes) break;
+    proxyEnd_.post(slot.bytes);  // writes the size of slot `posted`, which is completed_
+    slot = RecvSlot{};
+    ++completed_;
+    moved = true;
+  }
+  return moved;
+}
+
 void SocketConnection::recvLoop() {
   if (!acceptAll()) return;
+  ready_.store(true, std::memory_order_release);
   FifoHeader* hdr = proxyEnd_.hdr;
   std::vector<int> readFds;
   readFds.reserve(p_.nSockets);
@@ -127,33 +157,34 @@ void SocketConnection::recvLoop() {
   while (!halted()) {
     bool moved = false, failed = false, slotWait = false;
     uint32_t open = 0;
-    readFds.clear();
-    for (uint32_t i = 0; i < p_.nSockets; ++i) {
-      RecvCursor& c = recvCursors_[i];
-      if (c.closed) continue;
-      moved |= pumpRecv(i, &failed);
-      if (failed) return;
-      if (c.closed) continue;
-      ++open;
-      if (c.waitsForSlot) slotWait = true;
-      else readFds.push_back(sockets_[i].fd());
+    const uint32_t seen = bell_.seq.load(std::memory_order_acquire);
+    {
+      std::unique_lock<std::mutex> lock(pumpMu_, std::try_to_lock);
+      if (!lock.owns_lock()) {
+        moved = true;  // the executor is reading these sockets; look again soon
+        open = 1;
+      } else {
+        moved = recvPass(&failed, &readFds, &open, &slotWait);
+      }
     }
-    // Post, in order, every slot whose bytes have all arrived.
-    for (;;) {
-      RecvSlot& slot = recvSlots_[completed_ % hdr->nSlots];
-      if (!slot.known || slot.got != slot.bytes) break;
-      proxyEnd_.post(slot.bytes);  // writes the size of slot `posted`, which is completed_
-      slot = RecvSlot{};
-      ++completed_;
-      moved = true;
-    }
+    if (failed) return;
     if (open == 0) return;  // every socket ended in order
+    if (executorActive()) {
+      // The executor reads the sockets while it waits: sleeping in poll()
+      // would make every arriving packet wake this thread for nothing. It
+      // rings when it stops (idle()) or frees a slot; the window bounds
+      // the sleep if it does neither.
+      const int64_t left = inlineAtNs_.load(std::memory_order_relaxed) + yieldWindowNs() - nowNs();
+      if (left > 0) sleepOn(&bell_, seen, std::min<int64_t>(left, kProxySleepSliceNs));
+      idleSince = -1;
+      continue;
+    }
     if (moved) {
       idleSince = -1;
       continue;
     }
     if (idleSince < 0) idleSince = nowNs();
-    if (!readFds.empty() && !slotWait && nowNs() - idleSince < yieldNs) {
+    if (!readFds.empty() && !slotWait && !executorActive() && nowNs() - idleSince < yieldNs) {
       sched_yield();
       continue;
     }

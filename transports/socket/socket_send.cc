@@ -110,14 +110,29 @@ void SocketConnection::drainOnDestroy() {
   }
 }
 
+bool SocketConnection::sendPass(bool* moved, bool* failed, std::vector<int>* fullFds) {
+  const uint32_t posted = proxyEnd_.hdr->posted.load(std::memory_order_acquire);
+  *moved = pumpAllSockets(posted, fullFds, failed);
+  if (*failed) return false;
+  for (const SendCursor& c : sendCursors_)
+    if (c.seq != posted || c.sent != 0) return false;
+  return true;
+}
+
 void SocketConnection::sendLoop() {
   FifoHeader* hdr = proxyEnd_.hdr;
   std::vector<int> fullFds;
   fullFds.reserve(p_.nSockets);
   while (!halted()) {
     const uint32_t posted = hdr->posted.load(std::memory_order_acquire);
-    bool failed = false;
-    bool moved = pumpAllSockets(posted, &fullFds, &failed);
+    bool failed = false, moved = false;
+    {
+      // The executor holding the lock is sending these slots itself: wait
+      // for more instead of queueing behind it (its unlock would then cost
+      // a futex wake-up).
+      std::unique_lock<std::mutex> lock(pumpMu_, std::try_to_lock);
+      if (lock.owns_lock()) sendPass(&moved, &failed, &fullFds);
+    }
     if (failed) return;
     if (moved) continue;
     if (!fullFds.empty()) {

@@ -101,7 +101,8 @@ class Runner {
         continue;
       }
       // Sleep in bounded slices so abort and timeouts are noticed even if
-      // nobody rings.
+      // nobody rings. Proxies this executor was moving bytes for take over.
+      handOverToProxies();
       sleepOn(ctx_.bell, seen, 50 * 1000000ll);
     }
   }
@@ -115,6 +116,18 @@ class Runner {
       case Buf::None: return nullptr;
     }
     return nullptr;
+  }
+
+  void handOverToProxies() {
+    for (auto& cur : cursors_) {
+      if (cur.finished()) continue;
+      const Step& st = (*cur.steps)[cur.step];
+      const StepFifos& f = cur.fifos[cur.step];
+      for (int i = 0; i < st.nRecv; i++)
+        if (f.in[i].progress) f.in[i].progress->idle();
+      for (int i = 0; i < st.nSend; i++)
+        if (f.out[i].progress) f.out[i].progress->idle();
+    }
   }
 
   void checkHealth(int64_t lastProgress, int64_t timeoutNs) {
@@ -173,6 +186,7 @@ class Runner {
     for (int i = 0; i < st.nRecv; i++) {
       uint64_t got = 0;
       in[i] = f.in[i].tryPeek(&got);
+      if (!in[i] && f.in[i].progress && f.in[i].progress->tryProgress(bytes)) in[i] = f.in[i].tryPeek(&got);
       if (!in[i]) return false;
       if (got != bytes)
         raise(weftInternalError,
@@ -182,6 +196,7 @@ class Runner {
     }
     for (int i = 0; i < st.nSend; i++) {
       out[i] = f.out[i].tryAcquire();
+      if (!out[i] && f.out[i].progress && f.out[i].progress->tryProgress(bytes)) out[i] = f.out[i].tryAcquire();
       if (!out[i]) return false;
     }
 
