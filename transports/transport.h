@@ -51,6 +51,10 @@ struct ConnectContext {
   const std::vector<Doorbell*>* peerBells = nullptr;
   Secret secret{};
   int64_t timeoutMs = 0;
+  // More ranks on this host than cores: a waiting executor is often off its
+  // core, so a proxy thread the kernel wakes on arrival beats the executor
+  // moving bytes itself.
+  bool oversubscribed = false;
   const std::atomic<bool>* abortFlag = nullptr;
   // Reports an asynchronous failure of a connection (a proxy thread lost its
   // socket): the communicator records it as its async error.

@@ -25,6 +25,7 @@ Connections::Connections(weftComm* comm) : comm_(comm) {
   ctx_.peerBells = &comm->peerBells;
   ctx_.secret = comm->bootstrap->secret();
   ctx_.timeoutMs = comm->timeoutMs;
+  ctx_.oversubscribed = comm->oversubscribed;
   ctx_.abortFlag = &comm->aborting;
   ctx_.onAsyncError = [comm](weftResult_t code, const std::string& why) { comm->setAsyncError(code, why); };
   shm_ = makeShmTransport();

@@ -10,6 +10,7 @@
 #include <random>
 #include <thread>
 
+#include "src/util/clock.h"
 #include "src/util/error.h"
 #include "src/util/socket.h"
 #include "transports/socket/socket_wire.h"
@@ -127,6 +128,26 @@ auto waitSlot(Doorbell* bell, const FifoEnd& end, Deadline d, F f) -> decltype(f
   }
 }
 
+// As the executor waits: while f() gives nothing, let the connection move
+// bytes itself (FifoProgress) for a while, then hand over to the proxy and
+// sleep on the doorbell.
+template <class F>
+auto pumpSlot(Doorbell* bell, const FifoEnd& end, uint64_t pieceBytes, Deadline d, F f) -> decltype(f()) {
+  int64_t spinUntil = nowNs() + 200 * 1000;
+  for (;;) {
+    uint32_t seen = bell->seq.load(std::memory_order_acquire);
+    if (auto p = f()) return p;
+    if (end.failed() || d.passed()) return nullptr;
+    if (end.progress && nowNs() < spinUntil) {
+      end.progress->tryProgress(pieceBytes);
+      continue;
+    }
+    if (end.progress) end.progress->idle();
+    sleepOn(bell, seen, 5 * 1000 * 1000);
+    spinUntil = nowNs() + 200 * 1000;
+  }
+}
+
 // Slot sizes vary (including empty slots and full ones) to check that each
 // slot arrives with its own size.
 uint64_t slotSizeFor(uint64_t i, uint64_t slotBytes) {
@@ -195,6 +216,69 @@ TEST_F(SocketTransportTest, StreamsBytesIntact) {
     TearDown();
   }
   unsetenv("WEFT_SOCKET_NSOCKS");
+}
+
+// Both ends move bytes themselves where the connection lets them (pieces up
+// to 32 KB), the proxies the rest; sizes alternate between the two regimes
+// so that the hand-over between executor and proxy happens all the time.
+TEST_F(SocketTransportTest, ExecutorMovesSmallPiecesProxyTheRest) {
+  join({128 * 1024, 4});
+  connect();
+  FifoEnd out = sendConn_->fifo(), in = recvConn_->fifo();
+  ASSERT_NE(out.progress, nullptr);
+  ASSERT_NE(in.progress, nullptr);
+  const uint64_t slotBytes = out.slotBytes();
+  auto sizeOf = [&](uint64_t i) -> uint64_t {
+    switch (i % 4) {
+      case 0: return 8;
+      case 1: return 32 * 1024;
+      case 2: return slotBytes;
+      default: return (i * 7919) % slotBytes;
+    }
+  };
+  constexpr uint64_t kSlots = 3000;
+  auto byteOf = [](uint64_t i, uint64_t k) { return static_cast<uint8_t>(i * 131 + k * 7); };
+  std::thread producer([&] {
+    for (uint64_t i = 0; i < kSlots; ++i) {
+      const uint64_t n = sizeOf(i);
+      auto* slot = static_cast<uint8_t*>(
+          pumpSlot(&ranks_[0].bell, out, n, Deadline::after(10000), [&] { return out.tryAcquire(); }));
+      ASSERT_NE(slot, nullptr) << "producer stuck at slot " << i;
+      for (uint64_t k = 0; k < n; ++k) slot[k] = byteOf(i, k);
+      out.post(n);
+    }
+  });
+  for (uint64_t i = 0; i < kSlots; ++i) {
+    uint64_t n = 0;
+    const uint64_t expect = sizeOf(i);
+    auto* slot = static_cast<const uint8_t*>(
+        pumpSlot(&ranks_[1].bell, in, expect, Deadline::after(10000), [&] { return in.tryPeek(&n); }));
+    if (!slot) {
+      ADD_FAILURE() << "consumer stuck at slot " << i;
+      break;
+    }
+    ASSERT_EQ(n, expect) << "slot " << i;
+    for (uint64_t k = 0; k < n; ++k)
+      if (slot[k] != byteOf(i, k)) {
+        ADD_FAILURE() << "slot " << i << " byte " << k << " differs";
+        break;
+      }
+    in.release();
+  }
+  producer.join();
+  EXPECT_FALSE(out.failed());
+  EXPECT_EQ(ranks_[0].errorCount() + ranks_[1].errorCount(), 0u);
+}
+
+TEST_F(SocketTransportTest, InlineOffLeavesEverythingToTheProxies) {
+  setenv("WEFT_SOCKET_INLINE", "0", 1);
+  join({128 * 1024, 4});
+  connect();
+  unsetenv("WEFT_SOCKET_INLINE");
+  EXPECT_EQ(sendConn_->fifo().progress, nullptr);
+  EXPECT_EQ(recvConn_->fifo().progress, nullptr);
+  stream(ranks_, *sendConn_, *recvConn_, 4 << 20, true);
+  EXPECT_EQ(ranks_[0].errorCount() + ranks_[1].errorCount(), 0u);
 }
 
 TEST_F(SocketTransportTest, Throughput64MB) {

@@ -45,7 +45,11 @@ SocketConnection::SocketConnection(Params params, std::vector<Socket> sockets, S
     end.consumerBell = p_.localBell;  // posting a slot wakes the executor
   }
   proxyEnd_ = end;
-  if (envInt("WEFT_SOCKET_INLINE", 1) != 0) end.progress = this;
+  // WEFT_SOCKET_INLINE: 0 off, 1 the default size, else the largest piece.
+  const int64_t inl = envInt("WEFT_SOCKET_INLINE", 1);
+  if (inl < 0) raise(weftInvalidArgument, "WEFT_SOCKET_INLINE=%ld must be 0, 1 or a size in bytes", long(inl));
+  inlineMaxBytes_ = inl == 1 ? (p_.oversubscribed ? 0 : kDefaultInlineMaxBytes) : static_cast<uint64_t>(inl);
+  if (inlineMaxBytes_ != 0) end.progress = this;
   executorEnd_ = end;
   inlineFds_.reserve(p_.nSockets);
   if (p_.side == Side::Send) {
@@ -64,7 +68,7 @@ bool SocketConnection::executorActive() const {
 }
 
 bool SocketConnection::tryProgress(uint64_t pieceBytes) {
-  if (pieceBytes > kInlineMaxBytes) {
+  if (pieceBytes > inlineMaxBytes_) {
     // Not this one: a proxy that stood back for the executor takes over now.
     if (inlineAtNs_.load(std::memory_order_relaxed) != 0) idle();
     return false;
@@ -89,7 +93,7 @@ void SocketConnection::posted() {
   // kernel did not take (or when it holds the sockets itself).
   const FifoHeader* hdr = proxyEnd_.hdr;
   const uint32_t last = hdr->posted.load(std::memory_order_relaxed) - 1;
-  if (p_.side == Side::Send && hdr->sizes[last % hdr->nSlots] <= kInlineMaxBytes &&
+  if (p_.side == Side::Send && hdr->sizes[last % hdr->nSlots] <= inlineMaxBytes_ &&
       ready_.load(std::memory_order_acquire) && !halted()) {
     std::unique_lock<std::mutex> lock(pumpMu_, std::try_to_lock);
     if (lock.owns_lock()) {

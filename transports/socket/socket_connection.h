@@ -62,6 +62,7 @@ class SocketConnection final : public Connection, private FifoProgress {
     plan::FifoGeometry geometry;
     Doorbell* localBell;
     const std::atomic<bool>* abortFlag;
+    bool oversubscribed = false;  // the executor does not move bytes itself then
     std::function<void(weftResult_t, const std::string&)> onAsyncError;
     uint32_t nSockets;
     // Receiving side: where the sockets arrive and how to recognise them.
@@ -154,6 +155,7 @@ class SocketConnection final : public Connection, private FifoProgress {
   std::atomic<bool> failed_{false};
   std::atomic<bool> ready_{false};        // sockets connected: the executor may pump
   std::atomic<int64_t> inlineAtNs_{0};    // when the executor last pumped
+  uint64_t inlineMaxBytes_ = 0;           // largest piece the executor moves (0: none)
 
   // The cursors below belong to whoever holds pumpMu_: the proxy thread, or
   // the executor inside tryProgress() / posted().
@@ -167,10 +169,11 @@ class SocketConnection final : public Connection, private FifoProgress {
   std::thread proxy_;
 };
 
-// Pieces up to this size the executor moves itself (a message this small is
-// latency-bound: a thread hand-off costs more than the copy); larger ones
-// stay with the proxy, which moves them while the executor computes.
-inline constexpr uint64_t kInlineMaxBytes = 32 * 1024;
+// Pieces up to this size the executor moves itself by default
+// (WEFT_SOCKET_INLINE): at that size a thread hand-off costs more than the
+// copy; larger ones stay with the proxy, which moves them while the executor
+// computes.
+inline constexpr uint64_t kDefaultInlineMaxBytes = 32 * 1024;
 
 // How long a sleeping proxy waits before re-checking its halt flags.
 inline constexpr int64_t kProxySleepSliceNs = 10 * 1000 * 1000;

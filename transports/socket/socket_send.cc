@@ -126,12 +126,19 @@ void SocketConnection::sendLoop() {
   while (!halted()) {
     const uint32_t posted = hdr->posted.load(std::memory_order_acquire);
     bool failed = false, moved = false;
+    const uint32_t seen = bell_.seq.load(std::memory_order_acquire);
     {
-      // The executor holding the lock is sending these slots itself: wait
-      // for more instead of queueing behind it (its unlock would then cost
-      // a futex wake-up).
+      // The executor holding the lock is sending these slots itself: do not
+      // queue behind it (its unlock would then cost a futex wake-up). It
+      // rings when it leaves something unsent, which may be before this
+      // thread waits: hence the bell read above, not a wait on `posted`.
       std::unique_lock<std::mutex> lock(pumpMu_, std::try_to_lock);
-      if (lock.owns_lock()) sendPass(&moved, &failed, &fullFds);
+      if (!lock.owns_lock()) {
+        lock = {};
+        sleepOn(&bell_, seen, kFullSocketPollMs * 1000 * 1000);
+        continue;
+      }
+      sendPass(&moved, &failed, &fullFds);
     }
     if (failed) return;
     if (moved) continue;

@@ -46,6 +46,7 @@ SocketConnection::Params baseParams(ConnectContext& ctx, int peer, uint64_t tag,
   p.geometry = ctx.geometry;
   p.localBell = ctx.localBell;
   p.abortFlag = ctx.abortFlag;
+  p.oversubscribed = ctx.oversubscribed;
   p.onAsyncError = ctx.onAsyncError;
   p.secret = ctx.secret;
   p.nonce = 0;
