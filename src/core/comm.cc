@@ -263,16 +263,16 @@ weftComm* createComm(const weftUniqueId& id, int nranks, int rank, const weftCon
     WEFT_WARN("rank %d: peer rank %d is gone (process died or connection dropped)", raw->rank, peer);
   });
 
-  comm->algoFilter = algo::parseAlgoFilter(envString("WEFT_ALGO").value_or(""));
+  const std::string algoSpec = envString("WEFT_ALGO").value_or("");
+  comm->algoFilter = algo::parseAlgoFilter(algoSpec);
   if (std::string ignored = algo::ignoredCollectives(comm->algoFilter); !ignored.empty()) {
-    const std::string spec = envString("WEFT_ALGO").value_or("");
     // Once per communicator on rank 0 at WARN (a filter that silently did
     // nothing would be as bad as one that broke the job), INFO elsewhere.
     if (rank == 0)
       WEFT_WARN("WEFT_ALGO=%s allows no algorithm that implements %s: those keep the selector's choice "
-                "(name one per collective, e.g. 'allgather:ring', to choose)", spec.c_str(), ignored.c_str());
+                "(name one per collective, e.g. 'allgather:ring', to choose)", algoSpec.c_str(), ignored.c_str());
     else
-      WEFT_INFO(kTune, "WEFT_ALGO=%s does not apply to %s", spec.c_str(), ignored.c_str());
+      WEFT_INFO(kTune, "WEFT_ALGO=%s does not apply to %s", algoSpec.c_str(), ignored.c_str());
   }
   comm->checkCalls = envInt("WEFT_CHECK", 0) != 0;
   if (int64_t s = envInt("WEFT_SLICE_BYTES", 0)) {

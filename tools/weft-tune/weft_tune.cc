@@ -202,8 +202,9 @@ int runRank(const Options& o, weftComm_t base, int rank, int nranks, const char*
   // A fourth communicator left to the selector: --check reports it; a
   // calibration times it too (and ignores it) so that both time the same
   // four communicators in the same rotation. With three in the rotation the
-  // calibration favoured the ring at 1-16 MB over 8 processes on 2 cores in
-  // every run, while checks with four found binarytree 9-21% faster there.
+  // ring won 1 MB and 4 MB in four of five calibration runs (8 processes on
+  // 2 cores), while all three checks with four found binarytree 9-21%
+  // faster there.
   {
     weftComm_t c = nullptr;
     if (!ok(weftCommSplit(base, 0, rank, &c, nullptr), "weftCommSplit")) return 1;

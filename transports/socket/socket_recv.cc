@@ -159,13 +159,15 @@ void SocketConnection::recvLoop() {
     uint32_t open = 0;
     const uint32_t seen = bell_.seq.load(std::memory_order_acquire);
     {
+      // The executor holding the lock is reading these sockets: stand back
+      // as the send side does, until it rings or a short slice passes.
       std::unique_lock<std::mutex> lock(pumpMu_, std::try_to_lock);
       if (!lock.owns_lock()) {
-        moved = true;  // the executor is reading these sockets; look again soon
-        open = 1;
-      } else {
-        moved = recvPass(&failed, &readFds, &open, &slotWait);
+        lock = {};
+        sleepOn(&bell_, seen, kMixedWaitPollMs * 1000 * 1000);
+        continue;
       }
+      moved = recvPass(&failed, &readFds, &open, &slotWait);
     }
     if (failed) return;
     if (open == 0) return;  // every socket ended in order
@@ -184,7 +186,7 @@ void SocketConnection::recvLoop() {
       continue;
     }
     if (idleSince < 0) idleSince = nowNs();
-    if (!readFds.empty() && !slotWait && !executorActive() && nowNs() - idleSince < yieldNs) {
+    if (!readFds.empty() && !slotWait && nowNs() - idleSince < yieldNs) {
       sched_yield();
       continue;
     }
