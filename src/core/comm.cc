@@ -15,7 +15,7 @@
 #include "src/core/host_identity.h"
 #include "src/core/plan_cache.h"
 #include "src/core/tune_file.h"
-#include "src/cuda/device_route.h"
+#include "src/exec/cuda/device_route.h"
 #include "src/topology/comm_topo.h"
 #include "src/topology/cost_inputs.h"
 #include "src/topology/local_system.h"
