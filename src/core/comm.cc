@@ -18,7 +18,7 @@
 #include "src/exec/cuda/device_route.h"
 #include "src/topology/comm_topo.h"
 #include "src/topology/cost_inputs.h"
-#include "src/topology/local_system.h"
+#include "src/topology/detect.h"
 #include "src/topology/topo_file.h"
 #include "transports/ib/ib_transport.h"
 #include "src/util/env.h"
