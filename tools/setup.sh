@@ -2,7 +2,7 @@
 # Installs what weft needs on Debian 12 (run as root). Safe to re-run: only
 # missing packages are installed.
 set -euo pipefail
-pkgs=(cmake g++ make pkg-config libhwloc-dev hwloc libgtest-dev libgmock-dev
+pkgs=(cmake g++ make pkg-config libhwloc-dev hwloc nlohmann-json3-dev libgtest-dev libgmock-dev
       libibverbs-dev rdma-core libopenmpi-dev openmpi-bin libgloo-dev iperf3 python3 iproute2
       # stacks of a test process that outlived its deadline (tests/process)
       elfutils

@@ -8,7 +8,7 @@
 
 #include "src/core/api_guard.h"
 #include "src/core/group.h"
-#include "src/cuda/device_route.h"
+#include "src/exec/cuda/device_route.h"
 
 using namespace weft;
 using plan::Coll;

@@ -7,7 +7,7 @@
 #include "src/core/api_guard.h"
 #include "src/core/comm.h"
 #include "src/core/host_stream.h"
-#include "src/cuda/device_route.h"
+#include "src/exec/cuda/device_route.h"
 #include "src/util/clock.h"
 #include "src/util/env.h"
 

@@ -82,7 +82,7 @@ struct weftComm {
 
   std::unique_ptr<weft::Connections> connections;
   std::unique_ptr<weft::PlanCache> plans;
-  // The CUDA device path's per-communicator state (src/cuda/device_state.h),
+  // The CUDA device path's per-communicator state (src/exec/cuda/device_state.h),
   // created by the first call with device buffers; released before the
   // connections whose FIFOs it maps.
   std::shared_ptr<void> deviceState;

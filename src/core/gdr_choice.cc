@@ -1,7 +1,7 @@
 #include "src/core/gdr_choice.h"
 
-#include "src/topology/gpu_nic.h"
-#include "src/topology/local_system.h"
+#include "src/topology/detect.h"
+#include "src/topology/paths.h"
 #include "src/util/error.h"
 #include "src/util/log.h"
 #include "transports/ib/gdr_config.h"

@@ -14,7 +14,7 @@
 #include "src/core/comm.h"
 #include "src/core/connections.h"
 #include "src/core/plan_cache.h"
-#include "src/cuda/device_route.h"
+#include "src/exec/cuda/device_route.h"
 #include "src/exec/host/host_executor.h"
 #include "src/util/error.h"
 #include "src/util/log.h"

@@ -18,7 +18,7 @@ struct OpDesc {
   kernels::RedOp op;
   int root = 0;
   int peer = -1;        // Send/Recv only
-  // Device buffers (src/cuda/device_route.h): the call runs on the device,
+  // Device buffers (src/exec/cuda/device_route.h): the call runs on the device,
   // queued on `stream` (a cudaStream_t).
   bool device = false;
   weftStream_t stream = nullptr;

@@ -7,6 +7,8 @@
 //   NET  through the network          DIS  no route
 #pragma once
 
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "src/topology/graph.h"
@@ -44,5 +46,12 @@ class PathTable {
   std::vector<Path> paths_;
   int index(int node) const;
 };
+
+// How far a GPU is from an IB port on its host's PCI tree: what the
+// GPUDirect RDMA decision weighs against WEFT_NET_GDR_LEVEL. The path type
+// from the GPU with CUDA index cudaDev to the NIC node of (ibDevice, port),
+// both on `host`; nullopt when either is not in the graph or no path joins
+// them.
+std::optional<PathType> gpuNicPath(const System& sys, int host, int cudaDev, const std::string& ibDevice, int port);
 
 }  // namespace weft::topo

@@ -6,14 +6,10 @@
 #include <string>
 
 #include "src/topology/graph.h"
-#include "src/topology/json.h"
 
 namespace weft::topo {
 
 inline constexpr int kTopoFileVersion = 1;
-
-Json toJson(const System& sys);
-System fromJson(const Json& doc);
 
 std::string dumpString(const System& sys);
 System loadString(const std::string& text);

@@ -39,4 +39,13 @@ int64_t yieldWindowNs() {
   return ns;
 }
 
+WaitKnobs waitKnobs(bool ownCore) {
+  WaitKnobs k;
+  k.spins = spinCount();
+  k.yieldNs = yieldWindowNs();
+  k.spinAloneNs = ownCore ? kSpinAloneNs : 0;
+  k.sleepSliceNs = kWaitSleepSliceNs;
+  return k;
+}
+
 }  // namespace weft

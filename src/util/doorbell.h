@@ -7,10 +7,19 @@
 // Ranks often outnumber cores (8 processes on 2 cores): a short spin keeps
 // latency low when the peer is running, the futex keeps a waiting rank from
 // stealing the core its peer needs.
+//
+// Every waiter in weft (the host executor, the socket and IB proxy threads)
+// backs off the same way, through Backoff: spin WEFT_SPIN_COUNT polls, then
+// yield the core for up to WEFT_YIELD_US, then sleep on the doorbell in
+// bounded slices.
 #pragma once
+
+#include <sched.h>
 
 #include <atomic>
 #include <cstdint>
+
+#include "src/util/clock.h"
 
 namespace weft {
 
@@ -38,6 +47,102 @@ inline void cpuRelax() {
 #elif defined(__aarch64__)
   asm volatile("yield");
 #endif
+}
+
+// How a waiter backs off. The spin count and yield window are the same for
+// every waiter; a waiter changes a field only where its situation differs,
+// and says why where it does.
+struct WaitKnobs {
+  int spins = 0;         // polls with a pause instruction before yielding
+  int64_t yieldNs = 0;   // then how long to yield before sleeping
+  // Within the yield window, keep spinning this long instead of yielding
+  // (0: yield at once). A rank with a core of its own hears from a running
+  // peer within ~50 us; a longer wait means other load holds the peer off
+  // its core, and spinning on would keep it off for a whole time slice.
+  int64_t spinAloneNs = 0;
+  // The longest single sleep: bounds how late a waiter notices what nobody
+  // rings for (abort, a timeout, a halt flag).
+  int64_t sleepSliceNs = 0;
+};
+
+inline constexpr int64_t kSpinAloneNs = 50 * 1000;
+inline constexpr int64_t kWaitSleepSliceNs = 50 * 1000 * 1000;
+
+// WEFT_SPIN_COUNT, WEFT_YIELD_US, the 50 us spin-alone rule when the waiter
+// has a core of its own, 50 ms sleep slices: the host executor's waiting.
+WaitKnobs waitKnobs(bool ownCore);
+
+enum class WaitPhase { Spin, Yield, Sleep };
+
+// The state of one wait, kept inside the waiter's own poll loop so a poll
+// costs no call through a function object:
+//   for (;;) { seen = bell->seq; if (poll()) { b.reset(); continue; }
+//              WaitPhase ph = b.idle(); [checks unless Spin]; b.pause(ph, bell, seen); }
+class Backoff {
+ public:
+  explicit Backoff(const WaitKnobs& k) : k_(k) {}
+
+  // The last poll moved something: the next idle poll starts a new wait.
+  void reset() { idle_ = 0; }
+
+  // Counts one poll that found nothing to do; returns the phase the wait is
+  // in now. Callers check abort, failures and timeouts outside Spin.
+  WaitPhase idle() {
+    if (idle_ == 0) idleSince_ = nowNs();
+    if (++idle_ < k_.spins) return WaitPhase::Spin;
+    waited_ = nowNs() - idleSince_;
+    return waited_ < k_.yieldNs ? WaitPhase::Yield : WaitPhase::Sleep;
+  }
+
+  // Backs off once as `phase` says; `seen` is bell's seq read before the
+  // poll, so a ring after that poll ends the sleep at once.
+  void pause(WaitPhase phase, Doorbell* bell, uint32_t seen) const {
+    switch (phase) {
+      case WaitPhase::Spin: cpuRelax(); return;
+      case WaitPhase::Yield:
+        if (k_.spinAloneNs > 0 && waited_ <= k_.spinAloneNs) cpuRelax();
+        else sched_yield();
+        return;
+      case WaitPhase::Sleep: sleepOn(bell, seen, k_.sleepSliceNs); return;
+    }
+  }
+
+  // When the current wait began (the last poll that moved something).
+  int64_t idleSinceNs() const { return idleSince_; }
+
+ private:
+  WaitKnobs k_;
+  int idle_ = 0;
+  int64_t idleSince_ = 0;
+  int64_t waited_ = 0;
+};
+
+enum class WaitResult { Ready, GaveUp, TimedOut };
+
+// Waits on bell until ready() holds; gaveUp() (a halt or abort flag) and a
+// timeoutNs > 0 (from the call) end the wait early. Both are checked only
+// after the spin phase, so a short wait costs ready() alone.
+template <class Ready, class GiveUp>
+WaitResult waitFor(Doorbell* bell, const WaitKnobs& k, int64_t timeoutNs, Ready ready, GiveUp gaveUp) {
+  Backoff b(k);
+  const int64_t start = timeoutNs > 0 ? nowNs() : 0;
+  for (;;) {
+    const uint32_t seen = bell->seq.load(std::memory_order_acquire);
+    if (ready()) return WaitResult::Ready;
+    const WaitPhase phase = b.idle();
+    if (phase != WaitPhase::Spin) {
+      if (gaveUp()) return WaitResult::GaveUp;
+      if (timeoutNs > 0) {
+        const int64_t left = start + timeoutNs - nowNs();
+        if (left <= 0) return WaitResult::TimedOut;
+        if (phase == WaitPhase::Sleep && left < k.sleepSliceNs) {
+          sleepOn(bell, seen, left);
+          continue;
+        }
+      }
+    }
+    b.pause(phase, bell, seen);
+  }
 }
 
 }  // namespace weft

@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "algorithms/ring.h"
-#include "src/cuda/device_state.h"
+#include "src/exec/cuda/device_state.h"
 #include "src/util/error.h"
 #include "tests/gpu/gpu_util.h"
 #include "transports/p2p/p2p_transport.h"

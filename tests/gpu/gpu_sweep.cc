@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "src/cuda/reduce_kernel.h"
+#include "src/exec/cuda/reduce_kernel.h"
 #include "weft/weft.h"
 
 namespace {

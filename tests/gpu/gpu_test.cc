@@ -6,8 +6,8 @@
 #include <random>
 #include <thread>
 
-#include "src/cuda/buffer_kind.h"
-#include "src/cuda/reduce_kernel.h"
+#include "src/exec/cuda/runtime.h"
+#include "src/exec/cuda/reduce_kernel.h"
 #include "src/kernels/functors.h"
 #include "src/kernels/reduce.h"
 #include "tests/gpu/gpu_util.h"
@@ -230,7 +230,7 @@ TEST(GpuApi, SingleRankAllReduceOnTheDefaultStream) {
 
 // ---- Checks that need no GPU: what a CUDA build does on a machine without one.
 
-#include "src/cuda/device_plan.h"
+#include "src/exec/cuda/device_plan.h"
 #include "transports/p2p/p2p_transport.h"
 
 namespace {

@@ -5,7 +5,6 @@
 #include <fstream>
 
 #include "src/topology/detect.h"
-#include "src/topology/detect_internal.h"
 #include "src/topology/rings.h"
 
 namespace weft::topo {

@@ -98,6 +98,62 @@ TEST(TopoFile, RejectsMistakes) {
   EXPECT_THROW(loadFile("/nonexistent/weft-topo.json"), Error);
 }
 
+// A malformed file is weftInvalidArgument naming the file and where the
+// parser stopped; wrong types name the member.
+TEST(TopoFile, SyntaxErrorsNameTheFileLineAndColumn) {
+  const std::string path = ::testing::TempDir() + "weft-topo-bad-" + std::to_string(getpid()) + ".json";
+  std::ofstream(path) << "{\n  \"weft_topology\": 1,\n  \"hosts\" []\n}\n";
+  try {
+    loadFile(path);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_EQ(e.code(), weftInvalidArgument);
+    EXPECT_NE(what.find(path), std::string::npos) << what;
+    EXPECT_NE(what.find("line 3 column"), std::string::npos) << what;
+  }
+  unlink(path.c_str());
+  for (const std::string text : {"[1, 2", "{} x", "\"abc", "", "{\"weft_topology\": 1, \"hosts\": [{\"name\": \"\xff\"}]}"}) {
+    SCOPED_TRACE(text);
+    try {
+      loadString(text);
+      ADD_FAILURE() << "no error";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), weftInvalidArgument);
+      EXPECT_NE(std::string(e.what()).find("topology JSON: "), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(TopoFile, WrongTypesAndDeepNestingAreRefused) {
+  try {
+    loadString(R"({"weft_topology": "1", "hosts": []})");
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), weftInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("weft_topology must be a number"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(loadString(R"({"weft_topology": 1.5, "hosts": []})"), Error);
+  EXPECT_THROW(loadString(R"({"weft_topology": 1, "hosts": {}})"), Error);
+  EXPECT_THROW(loadString(R"({"weft_topology": 1, "hosts": [{"name": 7}]})"), Error);
+  EXPECT_THROW(loadString("[]"), Error);
+  EXPECT_THROW(loadString(R"({"weft_topology": 1e999, "hosts": []})"), Error);  // out of range
+  // A hostile file must not exhaust the stack, open or closed.
+  EXPECT_THROW(loadString(std::string(100000, '[')), Error);
+  EXPECT_THROW(loadString(std::string(100000, '[') + std::string(100000, ']')), Error);
+}
+
+TEST(TopoFile, BandwidthsRoundTripExactly) {
+  System sys = loadFile(dataFile(kPcieBox));
+  ASSERT_GE(sys.links.size(), 3u);
+  sys.links[0].bw = 1.0 / 3;
+  sys.links[1].bw = 20.6 * 18;
+  sys.links[2].bw = 1e-300;
+  System back = loadString(dumpString(sys));
+  ASSERT_EQ(back.links.size(), sys.links.size());
+  for (size_t i = 0; i < 3; ++i) EXPECT_EQ(back.links[i].bw, sys.links[i].bw);
+}
+
 TEST(TopoFile, EnvironmentLoadsAndDumps) {
   std::string dump = ::testing::TempDir() + "weft-topo-env-" + std::to_string(getpid()) + ".json";
   setenv("WEFT_TOPO_FILE", dataFile(kCluster).c_str(), 1);

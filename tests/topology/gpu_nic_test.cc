@@ -1,7 +1,7 @@
 // GPU-to-NIC path types, the input of the GPUDirect RDMA distance check.
 #include <gtest/gtest.h>
 
-#include "src/topology/gpu_nic.h"
+#include "src/topology/paths.h"
 #include "topo_test_util.h"
 
 namespace weft::topo {

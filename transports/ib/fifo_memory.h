@@ -13,7 +13,7 @@
 #include <cstdint>
 #include <memory>
 
-#include "src/cuda/gpu_direct.h"
+#include "src/exec/cuda/gpu_direct.h"
 #include "transports/fifo.h"
 #include "transports/ib/ib_device.h"
 

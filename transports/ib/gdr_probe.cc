@@ -3,7 +3,7 @@
 #include <map>
 #include <mutex>
 
-#include "src/cuda/gpu_direct.h"
+#include "src/exec/cuda/gpu_direct.h"
 #include "src/util/error.h"
 #include "src/util/log.h"
 #include "transports/ib/ib_device.h"

@@ -1,7 +1,6 @@
 #include "transports/ib/ib_connection.h"
 
 #include <arpa/inet.h>
-#include <sched.h>
 
 #include <atomic>
 #include <cstdlib>
@@ -499,26 +498,25 @@ void IbConnection::proxyMain() {
     InOrderWindow order(nSlots);
     FlushSchedule flush(flushQp_ != nullptr);
     uint32_t sent = 0, received = 0;
-    int idle = 0;
+    // Completions and credits arrive without a doorbell, so the proxy
+    // polls; once idle past the spin and yield phases it naps on its bell
+    // (rung by the executor) in 50 us slices, short enough to keep polling
+    // the completion queue, long enough to leave the core to ranks that
+    // need it. It always yields rather than spinning alone: it is a thread
+    // beside the ranks, so a core per rank leaves none for it.
+    WaitKnobs knobs = waitKnobs(/*ownCore=*/false);
+    knobs.sleepSliceNs = 50 * 1000;
+    Backoff backoff(knobs);
     while (!stop_.load(std::memory_order_acquire)) {
       if (abortFlag_ && abortFlag_->load(std::memory_order_acquire)) break;
       uint32_t seen = proxyBell_.seq.load(std::memory_order_acquire);
       bool progressed =
           isSender_ ? senderStep(credits, order, sent) : receiverStep(returns, order, flush, received);
       if (progressed) {
-        idle = 0;
+        backoff.reset();
         continue;
       }
-      // Completions and credits arrive without a doorbell, so the proxy
-      // polls; after a while idle it naps briefly on its bell (rung by the
-      // executor) to leave the core to ranks that need it.
-      if (++idle < spinCount()) {
-        cpuRelax();
-      } else if (idle < 2 * spinCount()) {
-        sched_yield();
-      } else {
-        sleepOn(&proxyBell_, seen, 50 * 1000);
-      }
+      backoff.pause(backoff.idle(), &proxyBell_, seen);
     }
   } catch (const Error& e) {
     failAsync(e.what(), true);

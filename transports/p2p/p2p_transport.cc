@@ -9,8 +9,7 @@
 #if WEFT_HAVE_CUDA
 #include <cuda_runtime_api.h>
 
-#include "src/cuda/cuda_check.h"
-#include "src/cuda/device_guard.h"
+#include "src/exec/cuda/runtime.h"
 #endif
 
 namespace weft {

@@ -16,8 +16,6 @@
 // messages slow.
 #pragma once
 
-#include <sched.h>
-
 #include <atomic>
 #include <functional>
 #include <mutex>
@@ -181,25 +179,16 @@ inline constexpr int64_t kProxySleepSliceNs = 10 * 1000 * 1000;
 // Spin, then yield the core for WEFT_YIELD_US, then sleep: as the executor
 // waits. Ranks outnumber cores here, and a yielding proxy hands its core to
 // the thread it waits for instead of paying a futex wake-up per slot.
+// Unlike the executor, a proxy always yields rather than spinning alone (it
+// is a thread beside the ranks: a core per rank leaves none for it), and it
+// re-checks its halt flags every 10 ms. While the executor moves the bytes
+// itself, the proxy has nothing to spin for and sleeps at once.
 template <class Pred>
 inline bool SocketConnection::waitUntil(Pred pred) {
-  const bool executorMoves = executorActive();
-  for (int i = executorMoves ? 0 : spinCount(); i > 0; --i) {
-    if (pred()) return true;
-    cpuRelax();
-  }
-  const int64_t yieldUntil = executorMoves ? 0 : nowNs() + yieldWindowNs();
-  while (nowNs() < yieldUntil) {
-    if (pred()) return true;
-    if (halted()) return false;
-    sched_yield();
-  }
-  for (;;) {
-    uint32_t seen = bell_.seq.load(std::memory_order_acquire);
-    if (pred()) return true;
-    if (halted()) return false;
-    sleepOn(&bell_, seen, kProxySleepSliceNs);
-  }
+  WaitKnobs k = waitKnobs(/*ownCore=*/false);
+  k.sleepSliceNs = kProxySleepSliceNs;
+  if (executorActive()) k.spins = 0, k.yieldNs = 0;
+  return waitFor(&bell_, k, /*timeoutNs=*/0, pred, [this] { return halted(); }) == WaitResult::Ready;
 }
 
 }  // namespace weft

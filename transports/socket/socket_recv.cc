@@ -2,7 +2,6 @@
 // slots of the staging FIFO and posts each slot, in order, once all of its
 // bytes are there.
 #include <poll.h>
-#include <sched.h>
 #include <sys/socket.h>
 
 #include <algorithm>
@@ -151,9 +150,11 @@ void SocketConnection::recvLoop() {
   std::vector<int> readFds;
   readFds.reserve(p_.nSockets);
   // While a reply is likely soon, look again after yielding the core rather
-  // than sleeping in poll(): the peer's data then costs no wake-up.
-  const int64_t yieldNs = yieldWindowNs();
-  int64_t idleSince = -1;
+  // than sleeping in poll(): the peer's data then costs no wake-up. No spin
+  // phase: a socket read is a system call, not a look at shared memory.
+  WaitKnobs knobs = waitKnobs(/*ownCore=*/false);
+  knobs.spins = 0;
+  Backoff backoff(knobs);
   while (!halted()) {
     bool moved = false, failed = false, slotWait = false;
     uint32_t open = 0;
@@ -178,16 +179,16 @@ void SocketConnection::recvLoop() {
       // the sleep if it does neither.
       const int64_t left = inlineAtNs_.load(std::memory_order_relaxed) + yieldWindowNs() - nowNs();
       if (left > 0) sleepOn(&bell_, seen, std::min<int64_t>(left, kProxySleepSliceNs));
-      idleSince = -1;
+      backoff.reset();
       continue;
     }
     if (moved) {
-      idleSince = -1;
+      backoff.reset();
       continue;
     }
-    if (idleSince < 0) idleSince = nowNs();
-    if (!readFds.empty() && !slotWait && nowNs() - idleSince < yieldNs) {
-      sched_yield();
+    const WaitPhase phase = backoff.idle();
+    if (!readFds.empty() && !slotWait && phase == WaitPhase::Yield) {
+      backoff.pause(phase, &bell_, seen);
       continue;
     }
     if (readFds.empty()) {

@@ -1,7 +1,5 @@
 #include "src/exec/host/host_executor.h"
 
-#include <sched.h>
-
 #include <cstring>
 #include <vector>
 
@@ -57,19 +55,14 @@ class Runner {
   }
 
   // Waiting is spin, then yield (or keep spinning when every rank of the
-  // host has a core of its own), then sleep. Ranks often outnumber cores:
-  // a yielding waiter hands its core straight to the rank it waits for
-  // (no futex wake-up latency), and one that has waited long sleeps on the
-  // doorbell so it costs nothing.
-  static constexpr int64_t kSpinAloneNs = 50 * 1000;
-
+  // host has a core of its own), then sleep (Backoff, src/util/doorbell.h).
+  // Ranks often outnumber cores: a yielding waiter hands its core straight
+  // to the rank it waits for (no futex wake-up latency), and one that has
+  // waited long sleeps on the doorbell so it costs nothing. The sleep comes
+  // in bounded slices so abort and timeouts are noticed even if nobody rings.
   void run() {
-    const int spins = spinCount();
-    const int64_t yieldNs = yieldWindowNs();
-    int64_t lastProgress = nowNs();
+    Backoff backoff(waitKnobs(/*ownCore=*/!ctx_.oversubscribed));
     const int64_t timeoutNs = ctx_.timeoutMs * 1000000;
-    int idle = 0;
-    int64_t idleSince = 0;
     for (;;) {
       uint32_t seen = ctx_.bell->seq.load(std::memory_order_acquire);
       bool progressed = false, allDone = true;
@@ -79,31 +72,14 @@ class Runner {
       }
       if (allDone) return;
       if (progressed) {
-        idle = 0;
+        backoff.reset();
         continue;
       }
-      if (idle == 0) {
-        idleSince = nowNs();
-        if (idleSince - lastProgress > 0) lastProgress = idleSince;
-      }
-      if (++idle < spins) {
-        cpuRelax();
-        continue;
-      }
-      checkHealth(lastProgress, timeoutNs);
-      const int64_t waited = nowNs() - idleSince;
-      if (waited < yieldNs) {
-        // With a core per rank, a short wait is best spun through; a long
-        // one means the peer is not running (other load on the host), and
-        // spinning on would keep it off the core for a whole time slice.
-        if (ctx_.oversubscribed || waited > kSpinAloneNs) sched_yield();
-        else cpuRelax();
-        continue;
-      }
-      // Sleep in bounded slices so abort and timeouts are noticed even if
-      // nobody rings. Proxies this executor was moving bytes for take over.
-      handOverToProxies();
-      sleepOn(ctx_.bell, seen, 50 * 1000000ll);
+      const WaitPhase phase = backoff.idle();
+      if (phase != WaitPhase::Spin) checkHealth(backoff.idleSinceNs(), timeoutNs);
+      // Proxies this executor was moving bytes for take over while it sleeps.
+      if (phase == WaitPhase::Sleep) handOverToProxies();
+      backoff.pause(phase, ctx_.bell, seen);
     }
   }
 

@@ -1,9 +1,9 @@
-#include "src/cuda/device_state.h"
+#include "src/exec/cuda/device_state.h"
 
 #include <cstring>
 
-#include "src/cuda/cuda_check.h"
-#include "src/cuda/device_executor.h"
+#include "src/exec/cuda/device_plan.h"
+#include "src/exec/cuda/runtime.h"
 #include "src/util/error.h"
 #include "src/util/log.h"
 

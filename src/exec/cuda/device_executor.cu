@@ -8,10 +8,10 @@
 // output, then thread 0 posts the outputs and frees the inputs. Waits are
 // bounded by the communicator's timeout and end on the abort flag, on a
 // failed connection, or when another channel already stopped.
-#include "src/cuda/device_executor.h"
+#include "src/exec/cuda/device_plan.h"
 
-#include "src/cuda/cuda_check.h"
-#include "src/cuda/device_compute.cuh"
+#include "src/exec/cuda/device_compute.cuh"
+#include "src/exec/cuda/runtime.h"
 #include "src/util/error.h"
 
 namespace weft::cuda {

@@ -1,9 +1,11 @@
 // The plan as the device executor reads it: a flat array of compact steps
 // (O(steps), uploaded once per cached plan) with the FIFOs each step uses
 // resolved to device-visible addresses. Shared by host code (which builds
-// it) and the kernel (which interprets it); plain data only.
+// it) and the kernel (which interprets it): plain data, and the launch that
+// hands it over.
 #pragma once
 
+#include <cuda_runtime_api.h>
 #include <stdint.h>
 
 namespace weft::cuda {
@@ -75,5 +77,12 @@ struct DevLaunch {
   int32_t nBindings;
   DevBinding bindings[kMaxDeviceBindings];
 };
+
+// The plan interpreter runs one CTA per channel, on the caller's stream.
+constexpr int kInterpreterThreads = 512;
+
+// Queues the kernel; throws weft::Error for an invalid (type, op) or a
+// failed launch. Completion is ordered on `stream`.
+void launchInterpreter(const DevLaunch& launch, int nChannels, cudaStream_t stream);
 
 }  // namespace weft::cuda

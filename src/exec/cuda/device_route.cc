@@ -1,4 +1,4 @@
-#include "src/cuda/device_route.h"
+#include "src/exec/cuda/device_route.h"
 
 #include "src/core/comm.h"
 #include "src/core/connections.h"
@@ -7,9 +7,8 @@
 #include "src/util/log.h"
 
 #if WEFT_HAVE_CUDA
-#include "src/cuda/buffer_kind.h"
-#include "src/cuda/cuda_check.h"
-#include "src/cuda/device_state.h"
+#include "src/exec/cuda/device_state.h"
+#include "src/exec/cuda/runtime.h"
 #endif
 
 namespace weft::cuda {

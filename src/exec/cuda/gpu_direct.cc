@@ -1,13 +1,12 @@
-#include "src/cuda/gpu_direct.h"
+#include "src/exec/cuda/gpu_direct.h"
 
 #include "src/util/error.h"
 
 #if WEFT_HAVE_CUDA
+#include <cuda.h>
 #include <cuda_runtime_api.h>
 
-#include "src/cuda/cuda_check.h"
-#include "src/cuda/device_guard.h"
-#include "src/cuda/driver_api.h"
+#include "src/exec/cuda/runtime.h"
 #endif
 
 namespace weft::cuda {
@@ -15,6 +14,78 @@ namespace weft::cuda {
 #if WEFT_HAVE_CUDA
 
 namespace {
+
+// The few CUDA driver API calls GPUDirect needs, looked up through the
+// runtime (cudaGetDriverEntryPointByVersion) so that libweft never links
+// libcuda: the library still loads on a machine without a driver, and the
+// calls are simply unavailable there.
+struct DriverApi {
+  CUresult (*deviceGet)(CUdevice* dev, int ordinal) = nullptr;
+  CUresult (*deviceGetAttribute)(int* value, CUdevice_attribute attr, CUdevice dev) = nullptr;
+  CUresult (*memGetHandleForAddressRange)(void* handle, CUdeviceptr dptr, size_t size,
+                                          CUmemRangeHandleType type, unsigned long long flags) = nullptr;
+  CUresult (*pointerSetAttribute)(const void* value, CUpointer_attribute attr, CUdeviceptr ptr) = nullptr;
+  CUresult (*getErrorString)(CUresult err, const char** text) = nullptr;
+};
+
+// Every entry point used here exists since CUDA 11.7; asking for the 12.0
+// ABI keeps working with any driver the static runtime accepts.
+constexpr unsigned kAbiVersion = 12000;
+
+struct Loaded {
+  DriverApi api;
+  bool ok = false;
+  std::string why;
+};
+
+template <typename Fn>
+bool lookUp(const char* symbol, Fn*& slot, std::string* missing) {
+  void* fn = nullptr;
+  cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
+  cudaError_t err = cudaGetDriverEntryPointByVersion(symbol, &fn, kAbiVersion, cudaEnableDefault, &found);
+  if (err != cudaSuccess || found != cudaDriverEntryPointSuccess || !fn) {
+    (void)cudaGetLastError();
+    *missing += (missing->empty() ? "" : ", ") + std::string(symbol);
+    if (err != cudaSuccess) *missing += std::string(" (") + cudaGetErrorString(err) + ")";
+    return false;
+  }
+  slot = reinterpret_cast<Fn*>(fn);
+  return true;
+}
+
+Loaded load() {
+  Loaded l;
+  std::string missing;
+  lookUp("cuDeviceGet", l.api.deviceGet, &missing);
+  lookUp("cuDeviceGetAttribute", l.api.deviceGetAttribute, &missing);
+  lookUp("cuMemGetHandleForAddressRange", l.api.memGetHandleForAddressRange, &missing);
+  lookUp("cuPointerSetAttribute", l.api.pointerSetAttribute, &missing);
+  lookUp("cuGetErrorString", l.api.getErrorString, &missing);
+  if (!missing.empty()) {
+    l.why = "CUDA driver entry points not available: " + missing;
+    return l;
+  }
+  l.ok = true;
+  return l;
+}
+
+// The table, or nullptr when the driver (or one of these entry points) is
+// missing; *why then says what. Looked up once per process.
+const DriverApi* driverApi(std::string* why) {
+  static const Loaded loaded = load();
+  if (!loaded.ok) {
+    if (why) *why = loaded.why;
+    return nullptr;
+  }
+  return &loaded.api;
+}
+
+// "CUDA_ERROR_NOT_SUPPORTED (operation not supported)" style text.
+std::string driverErrorText(const DriverApi& api, CUresult err) {
+  const char* text = nullptr;
+  if (api.getErrorString) api.getErrorString(err, &text);
+  return "CUDA driver error " + std::to_string(static_cast<int>(err)) + (text ? std::string(" (") + text + ")" : "");
+}
 
 constexpr size_t kGpuPage = size_t(2) << 20;
 constexpr uintptr_t kHostPage = 4096;

@@ -1,7 +1,7 @@
-#include "src/cuda/reduce_kernel.h"
+#include "src/exec/cuda/reduce_kernel.h"
 
-#include "src/cuda/cuda_check.h"
-#include "src/cuda/device_compute.cuh"
+#include "src/exec/cuda/device_compute.cuh"
+#include "src/exec/cuda/runtime.h"
 #include "src/util/error.h"
 
 namespace weft::cuda {

@@ -14,9 +14,8 @@
 #include <vector>
 
 #include "algorithms/plan.h"
-#include "src/cuda/bell_ringer.h"
-#include "src/cuda/device_plan.h"
-#include "src/cuda/host_mapping.h"
+#include "src/exec/cuda/device_plan.h"
+#include "src/exec/cuda/host_fifos.h"
 #include "src/exec/host/host_executor.h"
 #include "src/kernels/reduce.h"
 
