@@ -14,7 +14,6 @@
 #include <string>
 #include <vector>
 
-#include "algorithms/plan.h"
 #include "src/bootstrap/bootstrap.h"
 #include "transports/fifo.h"
 
@@ -44,7 +43,7 @@ struct ConnectContext {
   int rank = 0;
   int nranks = 1;
   const std::vector<PeerInfo>* peers = nullptr;  // indexed by rank
-  plan::FifoGeometry geometry;
+  FifoGeometry geometry;
   Doorbell* localBell = nullptr;  // this rank's executor doorbell
   // Every same-host rank's executor doorbell, mapped at init (nullptr for
   // ranks on other hosts).
