@@ -118,7 +118,7 @@ void setUpTopology(weftComm* comm) {
     devices[me] = envString("WEFT_TOPO_FILE") ? kFileFailed : kDetectFailed;
   }
   comm->bootstrap->allGather(devices.data(), sizeof(int32_t));
-  comm->peerTopoKind.assign(n, "");
+  comm->peerTopoKind.assign(n, topo::PeerTopoKind::Unknown);
   comm->ringOrders.clear();
   for (int r = 0; r < n; r++) {
     if (devices[r] == kFileFailed)
@@ -141,7 +141,7 @@ void setUpTopology(weftComm* comm) {
   comm->ringOrders = rings.orders;
   comm->costBase = topo::costInputsFromTopology(rings.summary, n, comm->costBase);
   for (size_t i = 0; i < sameHost.size(); i++)
-    if (sameHost[i] != me) comm->peerTopoKind[sameHost[i]] = topo::transportFor(sys, places[localIndex], places[i]);
+    if (sameHost[i] != me) comm->peerTopoKind[sameHost[i]] = topo::peerTopoKind(sys, places[localIndex], places[i]);
 
   char line[256];
   snprintf(line, sizeof line,

@@ -14,6 +14,7 @@
 #include "algorithms/selector.h"
 #include "src/bootstrap/bootstrap.h"
 #include "src/kernels/reduce.h"
+#include "src/topology/comm_topo.h"
 #include "src/topology/rings.h"
 #include "transports/ib/gdr_decision.h"
 #include "transports/shm/shm_segment.h"
@@ -72,9 +73,9 @@ struct weftComm {
   // From the topology (src/topology/comm_topo.h), identical on every rank:
   // the ring order per channel (host-contiguous, devices ordered by their
   // links); and for each same-host peer, what the topology says their pair
-  // could use (transportFor: "p2p" or "shm"; "" for other hosts).
+  // could use (P2p or Shm; Unknown for other hosts).
   std::vector<std::vector<int>> ringOrders;
-  std::vector<std::string> peerTopoKind;
+  std::vector<weft::topo::PeerTopoKind> peerTopoKind;
 
   // How this rank's device-buffer traffic over IB moves (GPUDirect RDMA or
   // staged) and why; its mode is also in peers[rank].gdrMode.

@@ -20,7 +20,7 @@ RouteDecision chooseRoute(const RouteQuery& q) {
     d.why = "same host";
     // There is no GPU peer-to-peer transport for host buffers yet; say so
     // where the topology would have allowed one.
-    if (q.topoKind == "p2p") d.why += " (GPUs P2P-capable; host buffers go through shared memory)";
+    if (q.topoKind == PeerTopoKind::P2p) d.why += " (GPUs P2P-capable; host buffers go through shared memory)";
     return d;
   } else {
     d.why = "hosts differ";

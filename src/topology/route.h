@@ -5,6 +5,8 @@
 
 #include <string>
 
+#include "src/topology/comm_topo.h"
+
 namespace weft::topo {
 
 enum class Route { Shm, Socket, Ib };
@@ -19,9 +21,8 @@ struct RouteQuery {
   bool peerIb = false;       // the peer has one
   std::string selfIbProblem;  // why this rank has none (for the log)
   int peer = -1;
-  // transportFor() of the two ranks' places on their host ("p2p", "shm",
-  // "net"), or "" when the topology is unknown.
-  std::string topoKind;
+  // What the topology says the pair could use (Unknown without one).
+  PeerTopoKind topoKind = PeerTopoKind::Unknown;
 };
 
 struct RouteDecision {

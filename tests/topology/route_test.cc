@@ -2,6 +2,7 @@
 // shipped files feeding it.
 #include <gtest/gtest.h>
 
+#include "src/topology/comm_topo.h"
 #include "src/topology/rings.h"
 #include "src/topology/route.h"
 #include "topo_test_util.h"
@@ -15,7 +16,7 @@ TEST(Route, SameHostIsShm) {
   RouteDecision d = chooseRoute(q);
   EXPECT_EQ(d.route, Route::Shm);
   EXPECT_EQ(d.why, "same host");
-  q.topoKind = "p2p";
+  q.topoKind = PeerTopoKind::P2p;
   d = chooseRoute(q);
   EXPECT_EQ(d.route, Route::Shm);
   EXPECT_EQ(d.why.rfind("same host (GPUs P2P-capable", 0), 0u) << d.why;
@@ -68,7 +69,8 @@ TEST(Route, SymmetricOnShippedFiles) {
           EXPECT_EQ(ab == "net", places[a].host != places[b].host);
           RouteQuery q;
           q.sameHost = places[a].host == places[b].host;
-          q.topoKind = ab;
+          q.topoKind = peerTopoKind(sys, places[a], places[b]);
+          EXPECT_STREQ(toString(q.topoKind), ab.c_str());
           EXPECT_EQ(chooseRoute(q).route == Route::Shm, q.sameHost);
         }
     }
