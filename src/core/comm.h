@@ -16,7 +16,7 @@
 #include "src/kernels/reduce.h"
 #include "src/topology/comm_topo.h"
 #include "src/topology/rings.h"
-#include "transports/ib/gdr_decision.h"
+#include "transports/registry.h"
 #include "transports/shm/shm_segment.h"
 #include "transports/transport.h"
 #include "weft/weft.h"
@@ -77,10 +77,10 @@ struct weftComm {
   std::vector<std::vector<int>> ringOrders;
   std::vector<weft::topo::PeerTopoKind> peerTopoKind;
 
-  // How this rank's device-buffer traffic over IB moves (GPUDirect RDMA or
-  // staged) and why; its mode is also in peers[rank].gdrMode.
-  weft::ib::GdrDecision gdr;
-
+  // The transports of the lists (transports/registry.h), made before the
+  // PeerInfo all-gather so that each publishes its facts; they outlive the
+  // connections they made.
+  std::unique_ptr<weft::TransportSet> transports;
   std::unique_ptr<weft::Connections> connections;
   std::unique_ptr<weft::PlanCache> plans;
   // The CUDA device path's per-communicator state (src/cuda/device_state.h),

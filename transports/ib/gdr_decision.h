@@ -68,4 +68,20 @@ struct GdrDecision {
 // of the two lacks.
 GdrDecision decideGdr(const GdrSettings& s, const GdrFacts& f);
 
+// The WEFT_* settings of GPUDirect RDMA, read and checked in one place.
+// Reads WEFT_GDR_DISABLE, WEFT_DMABUF_ENABLE, WEFT_NET_GDR_LEVEL and
+// WEFT_GDR_FLUSH_DISABLE. A malformed value throws weftInvalidArgument
+// naming the variable.
+GdrSettings readGdrSettings();
+
+// The log lines that say how one end of a device-buffer edge over IB moves
+// its bytes: at INFO for every connection end, and once per process at WARN
+// when GPU buffers are staged through host memory (the slow path a user
+// should know about).
+// "NET/IB: rank 0 -> rank 1: GPU Direct RDMA via dma-buf (GPU 0 to mlx5_0:1 PIX, flush by RDMA read)"
+// "NET/IB: rank 0 <- rank 1: staged through host memory: <reason>"
+// `sending`: this rank is the sender (->), else the receiver (<-).
+// `detail` is appended inside the parentheses of the GPUDirect line.
+void logDeviceEdge(int rank, int peer, bool sending, const GdrDecision& d, const std::string& detail = "");
+
 }  // namespace weft::ib
