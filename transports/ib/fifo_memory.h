@@ -7,7 +7,9 @@
 // proxy thread polls its counters and the device executor reaches it
 // through a host mapping; only the slots live in GPU memory, registered by
 // dma-buf or through the peer-memory module. FifoEnd::data then points
-// into GPU memory while FifoEnd::hdr points into host memory.
+// into GPU memory while FifoEnd::hdr points into host memory; the
+// receiving end then makes the HCA's writes visible to the GPU through a
+// flush queue pair (FlushQp) before it posts a slot.
 #pragma once
 
 #include <infiniband/verbs.h>

@@ -1,7 +1,9 @@
 // Whether one rank's device-buffer traffic over IB uses GPUDirect RDMA (the
 // HCA reads and writes FIFO slots in GPU memory) or is staged through host
-// slots, and why. Pure: the facts are gathered elsewhere (gdr_probe.h), so
-// every combination is testable on a machine without a GPU or an HCA.
+// slots, and why; the settings that steer it and the log lines that report
+// it per connection. The decision is pure: the facts are gathered elsewhere
+// (probeGdr, ib_device.h), so every combination is testable on a machine
+// without a GPU or an HCA.
 //
 // The decision is per rank, not per pair: a sender with GPU slots and a
 // receiver with host slots (or the reverse) work together, because the wire
@@ -31,7 +33,7 @@ const char* pciDistanceName(PciDistance d);  // "LOC", "PIX", ...
 // anything else throws weftInvalidArgument naming the variable.
 PciDistance parseGdrLevel(const std::string& text);
 
-// The WEFT_* settings that steer the decision (gdr_config.cc reads them).
+// The WEFT_* settings that steer the decision (readGdrSettings reads them).
 struct GdrSettings {
   bool disabled = false;                  // WEFT_GDR_DISABLE
   bool dmabufEnabled = true;              // WEFT_DMABUF_ENABLE

@@ -12,7 +12,7 @@
 // A connection that carries device-buffer traffic may keep its slots in GPU
 // memory (GPUDirect RDMA, fifo_memory.h): the HCA then reads the sender's
 // slots and writes the receiver's straight from and into the GPU, and the
-// receiving proxy makes those writes visible to the GPU (flush_qp.h,
+// receiving proxy makes those writes visible to the GPU (FlushQp in fifo_memory.h,
 // flush_schedule.h) before it posts a slot.
 #pragma once
 

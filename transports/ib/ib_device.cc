@@ -18,7 +18,7 @@ namespace weft::ib {
 namespace {
 
 // Host slots are written by the peer; GPU slots also serve the receiver's
-// own flush read (flush_qp.h), hence remote read.
+// own flush read (FlushQp, fifo_memory.h), hence remote read.
 constexpr int kHostAccess = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
 constexpr int kGpuAccess = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
 

@@ -1,6 +1,7 @@
 // One opened HCA, shared by every connection of the process that uses it:
 // one protection domain and the registration caches for host memory and
-// for GPU memory (dma-buf or peer memory).
+// for GPU memory (dma-buf or peer memory); and what the HCA and the GPU
+// offer GPUDirect RDMA (probeGdr).
 #pragma once
 
 #include <infiniband/verbs.h>

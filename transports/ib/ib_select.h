@@ -1,6 +1,7 @@
 // Whether this process uses IB, and on which port; or why it falls back to
 // sockets. Pure: takes what discovery found (or failed to find) and returns
-// a decision with a reason worth printing.
+// a decision with a reason worth printing. Also the WEFT_IB_* settings
+// that steer it and the connections.
 #pragma once
 
 #include <string>
