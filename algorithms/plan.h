@@ -24,7 +24,13 @@
 #include <string>
 #include <vector>
 
+#include "transports/fifo.h"
+
 namespace weft::plan {
+
+// The FIFO geometry plans are built for (transports/fifo.h).
+using weft::FifoGeometry;
+using weft::pieceElems;
 
 enum class Coll : uint8_t { AllReduce, ReduceScatter, AllGather, Broadcast, Reduce, SendRecv, AllToAll };
 const char* collName(Coll c);
@@ -78,14 +84,6 @@ struct ChannelPlan {
   std::vector<Step> steps;
 };
 
-// Geometry of the connections the plan will run on: pieces are at most
-// slotBytes, and a FIFO holds nSlots pieces. Algorithms size their chunks so
-// that no ring of waiting ranks can fill every FIFO (chunk < FIFO capacity).
-struct FifoGeometry {
-  uint64_t slotBytes = 512 * 1024;
-  uint32_t nSlots = 8;
-};
-
 struct Plan {
   Coll coll = Coll::AllReduce;
   int nranks = 1;
@@ -100,12 +98,6 @@ struct Plan {
 
   size_t stepCount() const;
 };
-
-// The number of elements of one piece: what a FIFO slot holds.
-inline uint64_t pieceElems(const FifoGeometry& g, uint32_t elemSize) {
-  uint64_t e = g.slotBytes / elemSize;
-  return e ? e : 1;
-}
 
 // Human-readable dump of a plan (tools and failing tests print it).
 std::string describe(const Plan& p);

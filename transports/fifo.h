@@ -25,6 +25,20 @@ namespace weft {
 constexpr uint32_t kFifoMaxSlots = 32;
 constexpr uint32_t kFifoMagic = 0x57465431;  // "WFT1"
 
+// Geometry of the connections plans run on: pieces are at most
+// slotBytes, and a FIFO holds nSlots pieces. Algorithms size their chunks so
+// that no ring of waiting ranks can fill every FIFO (chunk < FIFO capacity).
+struct FifoGeometry {
+  uint64_t slotBytes = 512 * 1024;
+  uint32_t nSlots = 8;
+};
+
+// The number of elements of one piece: what a FIFO slot holds.
+inline uint64_t pieceElems(const FifoGeometry& g, uint32_t elemSize) {
+  uint64_t e = g.slotBytes / elemSize;
+  return e ? e : 1;
+}
+
 struct alignas(64) FifoHeader {
   uint32_t magic;
   uint32_t nSlots;

@@ -9,33 +9,67 @@
 
 #include <atomic>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
-#include "algorithms/plan.h"
 #include "src/bootstrap/bootstrap.h"
+#include "src/topology/comm_topo.h"
 #include "transports/fifo.h"
 
 namespace weft {
 
-// What every rank tells every other at init (exchanged by all-gather).
+// Room in PeerInfo for the facts transports publish about a rank.
+constexpr int kMaxTransportFacts = 8;        // rows: one per transport of the lists
+constexpr size_t kTransportFactsBytes = 16;  // bytes of one row
+
+// What every rank tells every other at init (exchanged by all-gather): the
+// facts every transport may use, and a row of each transport's own.
 struct PeerInfo {
   int32_t rank = -1;
   int32_t pid = 0;
   uint64_t hostHash = 0;    // WEFT_HOSTID or the hostname + boot id
   uint64_t processHash = 0; // distinguishes processes across hosts
-  int32_t cudaDev = -1;
-  int32_t ibUsable = 0;     // 1 when this process has a usable IB/RoCE port
-  // ib::GdrMode (0 = staged) this rank's device-buffer traffic over IB would
-  // use: when either end of an edge can do GPUDirect RDMA, the pair's device
-  // traffic gets IB connections of its own.
-  int32_t gdrMode = 0;
+  int32_t cudaDev = -1;     // the rank's GPU, -1: none
   int32_t pad = 0;          // no undefined bytes in what is all-gathered
   uint64_t bellAddr = 0;    // address of this rank's executor doorbell in its own process
   char bellShmName[64] = {};  // POSIX shm segment holding that doorbell
   char hostname[64] = {};
+  // Each transport's facts about this rank (Transport::publishFacts), in
+  // the row its communicator gave it; zeros where it published nothing.
+  unsigned char transportFacts[kMaxTransportFacts][kTransportFactsBytes] = {};
+};
+static_assert(std::has_unique_object_representations_v<PeerInfo>, "PeerInfo must have no padding bytes");
+
+// A transport's facts: plain data with no padding (so no undefined bytes
+// go over the wire) that fits one row.
+template <class Facts>
+concept TransportFacts = std::is_trivially_copyable_v<Facts> && std::has_unique_object_representations_v<Facts> &&
+                         sizeof(Facts) <= kTransportFactsBytes;
+
+// The facts in `row` of p (value-initialised ones when row < 0: the
+// transport was never given a row, as in unit tests).
+template <TransportFacts Facts>
+Facts readFacts(const PeerInfo& p, int row) {
+  Facts f{};
+  if (row >= 0 && row < kMaxTransportFacts) std::memcpy(&f, p.transportFacts[row], sizeof f);
+  return f;
+}
+
+template <TransportFacts Facts>
+void writeFacts(PeerInfo& p, int row, const Facts& f) {
+  if (row >= 0 && row < kMaxTransportFacts) std::memcpy(p.transportFacts[row], &f, sizeof f);
+}
+
+// What a transport knows of its rank when the communicator is made, before
+// the ranks exchange their PeerInfo.
+struct TransportInit {
+  int rank = 0;
+  int cudaDev = -1;   // -1: no GPU
+  int factsRow = -1;  // this transport's row of PeerInfo::transportFacts
 };
 
 // What a transport needs to build a connection. Owned by the communicator.
@@ -44,7 +78,7 @@ struct ConnectContext {
   int rank = 0;
   int nranks = 1;
   const std::vector<PeerInfo>* peers = nullptr;  // indexed by rank
-  plan::FifoGeometry geometry;
+  FifoGeometry geometry;
   Doorbell* localBell = nullptr;  // this rank's executor doorbell
   // Every same-host rank's executor doorbell, mapped at init (nullptr for
   // ranks on other hosts).
@@ -60,7 +94,15 @@ struct ConnectContext {
   // socket): the communicator records it as its async error.
   std::function<void(weftResult_t, const std::string&)> onAsyncError;
 
+  // What the topology says each pair of this rank and a peer could use
+  // (Unknown for every peer when the communicator has no topology).
+  const std::vector<topo::PeerTopoKind>* peerTopoKind = nullptr;
+
   const PeerInfo& self() const { return (*peers)[rank]; }
+  topo::PeerTopoKind topoKind(int r) const {
+    return peerTopoKind && r < static_cast<int>(peerTopoKind->size()) ? (*peerTopoKind)[r]
+                                                                      : topo::PeerTopoKind::Unknown;
+  }
   const PeerInfo& peer(int r) const { return (*peers)[r]; }
 };
 
@@ -76,14 +118,42 @@ class Connection {
   virtual std::string describe() const = 0;
 };
 
+// A way to join two ranks. The communicator asks the transports of its
+// lists (transports/registry.h), most preferred first, whether they can
+// join a pair; both ends must reach the same answer, so canConnect looks
+// only at what both know: the two PeerInfos (with every transport's
+// published facts), the topology and the environment.
 class Transport {
  public:
   virtual ~Transport() = default;
+  // "SHM", "Socket", "IB", "P2P": logs, and the names WEFT_NET takes.
   virtual const char* name() const = 0;
-  // Whether this transport can join self and peer; if not, *why says why.
+  // Once per communicator, before the all-gather: writes what peers need
+  // to know of this rank into its row of self (writeFacts). Nothing by
+  // default.
+  virtual void publishFacts(const TransportInit& init, PeerInfo& self) {
+    (void)init;
+    (void)self;
+  }
+  // Whether this transport can join self and peer; *why says why (or why
+  // not), for the connection's log line.
   virtual bool canConnect(const ConnectContext& ctx, int peer, std::string* why) const = 0;
   virtual std::unique_ptr<Connection> connectSend(ConnectContext& ctx, int peer, uint64_t tag) = 0;
   virtual std::unique_ptr<Connection> connectRecv(ConnectContext& ctx, int peer, uint64_t tag) = 0;
+
+  // A network transport that can also move device buffers over connections
+  // of its own (IB with GPUDirect RDMA) returns the transport for those:
+  // device edges of a pair this transport joins use it when its canConnect
+  // agrees. Null: they use this transport's host FIFO, mapped for the GPU.
+  virtual Transport* deviceTransport() const { return nullptr; }
+  // Device traffic with `peer` goes through this transport's host FIFO
+  // although it has a device transport: say so (once per edge end; the
+  // caller sees to that).
+  virtual void noteDeviceTrafficStaged(const ConnectContext& ctx, int peer, bool sending) const {
+    (void)ctx;
+    (void)peer;
+    (void)sending;
+  }
 };
 
 std::unique_ptr<Transport> makeShmTransport();

@@ -11,7 +11,6 @@
 #include <strings.h>
 
 #include "src/core/connections.h"
-#include "src/core/gdr_choice.h"
 #include "src/core/host_identity.h"
 #include "src/core/plan_cache.h"
 #include "src/core/tune_file.h"
@@ -20,7 +19,6 @@
 #include "src/topology/cost_inputs.h"
 #include "src/topology/detect.h"
 #include "src/topology/topo_file.h"
-#include "transports/ib/ib_transport.h"
 #include "src/util/env.h"
 #include "src/util/error.h"
 #include "src/util/log.h"
@@ -118,7 +116,7 @@ void setUpTopology(weftComm* comm) {
     devices[me] = envString("WEFT_TOPO_FILE") ? kFileFailed : kDetectFailed;
   }
   comm->bootstrap->allGather(devices.data(), sizeof(int32_t));
-  comm->peerTopoKind.assign(n, "");
+  comm->peerTopoKind.assign(n, topo::PeerTopoKind::Unknown);
   comm->ringOrders.clear();
   for (int r = 0; r < n; r++) {
     if (devices[r] == kFileFailed)
@@ -141,7 +139,7 @@ void setUpTopology(weftComm* comm) {
   comm->ringOrders = rings.orders;
   comm->costBase = topo::costInputsFromTopology(rings.summary, n, comm->costBase);
   for (size_t i = 0; i < sameHost.size(); i++)
-    if (sameHost[i] != me) comm->peerTopoKind[sameHost[i]] = topo::transportFor(sys, places[localIndex], places[i]);
+    if (sameHost[i] != me) comm->peerTopoKind[sameHost[i]] = topo::peerTopoKind(sys, places[localIndex], places[i]);
 
   char line[256];
   snprintf(line, sizeof line,
@@ -209,9 +207,9 @@ weftComm* createComm(const weftUniqueId& id, int nranks, int rank, const weftCon
   comm->nChannels = chooseChannels(config);
   comm->cudaDev = cuda::currentDevice();  // -1 without CUDA or a GPU
   comm->netName = config && config->netName ? config->netName : envString("WEFT_NET").value_or("");
-  if (!comm->netName.empty() && strcasecmp(comm->netName.c_str(), "Socket") && strcasecmp(comm->netName.c_str(), "IB"))
-    raise(weftInvalidArgument, "network '%s' (config.netName / WEFT_NET) is unknown: use Socket or IB",
-          comm->netName.c_str());
+  if (!comm->netName.empty() && !isNetworkTransport(comm->netName))
+    raise(weftInvalidArgument, "network '%s' (config.netName / WEFT_NET) is unknown: use %s", comm->netName.c_str(),
+          networkTransportNames().c_str());
 
   comm->bootstrap = Bootstrap::join(id, rank, nranks, comm->timeoutMs);
 
@@ -226,10 +224,9 @@ weftComm* createComm(const weftUniqueId& id, int nranks, int rank, const weftCon
   self.bellAddr = reinterpret_cast<uint64_t>(comm->bell);
   snprintf(self.bellShmName, sizeof(self.bellShmName), "%s", comm->bellSegment.name().c_str());
   snprintf(self.hostname, sizeof(self.hostname), "%s", hostName().c_str());
-  self.ibUsable = ibUnusableReason().empty() ? 1 : 0;
   self.cudaDev = comm->cudaDev;
-  comm->gdr = chooseDeviceGdr(rank, comm->cudaDev, self.ibUsable);
-  self.gdrMode = static_cast<int32_t>(comm->gdr.mode);
+  comm->transports = std::make_unique<TransportSet>();
+  comm->transports->publishFacts(rank, comm->cudaDev, self);
   comm->peers.resize(nranks);
   comm->peers[rank] = self;
   comm->bootstrap->allGather(comm->peers.data(), sizeof(PeerInfo));

@@ -14,8 +14,9 @@
 #include "algorithms/selector.h"
 #include "src/bootstrap/bootstrap.h"
 #include "src/kernels/reduce.h"
+#include "src/topology/comm_topo.h"
 #include "src/topology/rings.h"
-#include "transports/ib/gdr_decision.h"
+#include "transports/registry.h"
 #include "transports/shm/shm_segment.h"
 #include "transports/transport.h"
 #include "weft/weft.h"
@@ -72,14 +73,14 @@ struct weftComm {
   // From the topology (src/topology/comm_topo.h), identical on every rank:
   // the ring order per channel (host-contiguous, devices ordered by their
   // links); and for each same-host peer, what the topology says their pair
-  // could use (transportFor: "p2p" or "shm"; "" for other hosts).
+  // could use (P2p or Shm; Unknown for other hosts).
   std::vector<std::vector<int>> ringOrders;
-  std::vector<std::string> peerTopoKind;
+  std::vector<weft::topo::PeerTopoKind> peerTopoKind;
 
-  // How this rank's device-buffer traffic over IB moves (GPUDirect RDMA or
-  // staged) and why; its mode is also in peers[rank].gdrMode.
-  weft::ib::GdrDecision gdr;
-
+  // The transports of the lists (transports/registry.h), made before the
+  // PeerInfo all-gather so that each publishes its facts; they outlive the
+  // connections they made.
+  std::unique_ptr<weft::TransportSet> transports;
   std::unique_ptr<weft::Connections> connections;
   std::unique_ptr<weft::PlanCache> plans;
   // The CUDA device path's per-communicator state (src/exec/cuda/device_state.h),

@@ -1,21 +1,16 @@
 #include "src/core/connections.h"
 
 #include <algorithm>
+#include <cctype>
 #include <set>
-#include <strings.h>
 
 #include "src/core/comm.h"
-#include "src/topology/route.h"
-#include "transports/ib/gdr_log.h"
-#include "transports/ib/ib_transport.h"
-#include "transports/p2p/p2p_transport.h"
-#include "src/util/env.h"
 #include "src/util/error.h"
 #include "src/util/log.h"
 
 namespace weft {
 
-Connections::Connections(weftComm* comm) : comm_(comm) {
+Connections::Connections(weftComm* comm) : comm_(comm), transports_(*comm->transports) {
   ctx_.bootstrap = comm->bootstrap.get();
   ctx_.rank = comm->rank;
   ctx_.nranks = comm->nranks;
@@ -23,84 +18,68 @@ Connections::Connections(weftComm* comm) : comm_(comm) {
   ctx_.geometry = comm->geometry;
   ctx_.localBell = comm->bell;
   ctx_.peerBells = &comm->peerBells;
+  ctx_.peerTopoKind = &comm->peerTopoKind;
   ctx_.secret = comm->bootstrap->secret();
   ctx_.timeoutMs = comm->timeoutMs;
   ctx_.oversubscribed = comm->oversubscribed;
   ctx_.abortFlag = &comm->aborting;
   ctx_.onAsyncError = [comm](weftResult_t code, const std::string& why) { comm->setAsyncError(code, why); };
-  shm_ = makeShmTransport();
-  socket_ = makeSocketTransport();
-  ib_ = makeIbTransport();
-  p2p_ = makeP2pTransport();
-  ibDevice_ = makeIbDeviceTransport(comm->gdr, comm->cudaDev);
 }
 
 Connections::~Connections() = default;
 
-// Both ends must reach the same answer, so the choice only uses what both
-// know: the two PeerInfos, the topology of their host (same file or the
-// same detection on both) and the environment (which must agree across
-// ranks). The decision itself is topo::chooseRoute, unit-tested there.
-topo::RouteQuery Connections::routeQuery(int peer) const {
-  const PeerInfo& me = ctx_.self();
-  const PeerInfo& other = ctx_.peer(peer);
-  topo::RouteQuery q;
-  q.sameHost = me.hostHash == other.hostHash;
-  q.shmDisabled = envBool("WEFT_SHM_DISABLE", false);
-  q.forceSocket = !strcasecmp(comm_->netName.c_str(), "Socket");
-  q.forceIb = !strcasecmp(comm_->netName.c_str(), "IB");
-  q.selfIb = me.ibUsable;
-  q.peerIb = other.ibUsable;
-  q.peer = peer;
-  if (peer < static_cast<int>(comm_->peerTopoKind.size())) q.topoKind = comm_->peerTopoKind[peer];
-  return q;
+// Both ends must reach the same answer, so every transport's canConnect
+// only uses what both know: the two PeerInfos, the topology of their host
+// (same file or the same detection on both) and the environment (which
+// must agree across ranks). The choice itself is chooseTransport,
+// unit-tested with each transport's own decision.
+TransportChoice Connections::hostChoice(int peer) const {
+  const auto& host = transports_.host();
+  return chooseTransport(hostTransportList(), comm_->netName, [&](size_t i, std::string* why) {
+    return host[i].transport->canConnect(ctx_, peer, why);
+  });
 }
 
 Transport* Connections::choose(int peer, std::string* why) {
-  const PeerInfo& me = ctx_.self();
-  topo::RouteQuery q = routeQuery(peer);
-  if (!q.selfIb) q.selfIbProblem = ibUnusableReason();
-  topo::RouteDecision d = topo::chooseRoute(q);
-  *why = d.why;
-  if (d.impossible)
-    raise(weftInvalidUsage, "network forced to IB but rank %d cannot reach rank %d over IB (%s)", me.rank, peer,
-          d.why.c_str());
-  if (d.ibFallback && !warnedFallback_) {
+  const int me = comm_->rank;
+  TransportChoice c = hostChoice(peer);
+  *why = c.why;
+  if (c.impossible)
+    raise(weftInvalidUsage, "network forced to %s but rank %d cannot reach rank %d over %s (%s)", c.forced, me, peer,
+          c.forced, c.why.c_str());
+  if (c.index < 0) raise(weftInternalError, "no transport can join rank %d and rank %d (%s)", me, peer, c.why.c_str());
+  const TransportSet::Member& m = transports_.host()[c.index];
+  if (c.warnFallback && !warnedFallback_) {
     warnedFallback_ = true;
-    WEFT_WARN("rank %d: using the socket transport between hosts, not RDMA: %s", me.rank, d.why.c_str());
+    std::string name = m.entry->name;
+    for (char& ch : name) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    WEFT_WARN("rank %d: using the %s transport between hosts, not RDMA: %s", me, name.c_str(), c.why.c_str());
   }
-  switch (d.route) {
-    case topo::Route::Shm: return shm_.get();
-    case topo::Route::Ib: return ib_.get();
-    case topo::Route::Socket: break;
-  }
-  return socket_.get();
+  return m.transport.get();
 }
 
-bool Connections::deviceP2p(int peer, std::string* why) const {
-  return !envBool("WEFT_P2P_DISABLE", false) && p2p_->canConnect(ctx_, peer, why);
-}
-
-// Both ends reach the same path: p2p's answer, the route and the two
-// PeerInfo.gdrMode values are shared facts.
-Connections::DeviceRoute Connections::deviceRoute(int peer) const {
-  DeviceRoute r;
-  std::string p2pWhy;
-  const bool p2p = deviceP2p(peer, &p2pWhy);
-  r.hostRoute = p2p ? topo::Route::Shm : topo::chooseRoute(routeQuery(peer)).route;
-  topo::DevicePathDecision d =
-      topo::chooseDevicePath(p2p, r.hostRoute, ctx_.self().gdrMode != 0, ctx_.peer(peer).gdrMode != 0);
-  r.path = d.path;
-  r.why = p2p ? p2pWhy : d.why;
-  return r;
+// Both ends reach the same answer: every device transport's canConnect and
+// the host choice use shared facts.
+Connections::DeviceChoice Connections::deviceChoice(int peer) const {
+  DeviceChoice d;
+  for (const TransportSet::Member& m : transports_.device())
+    if (m.transport->canConnect(ctx_, peer, &d.why)) {
+      d.transport = m.transport.get();
+      return d;
+    }
+  TransportChoice c = hostChoice(peer);
+  if (c.index < 0) return d;
+  d.host = transports_.host()[c.index].transport.get();
+  Transport* own = d.host->deviceTransport();
+  if (own && own->canConnect(ctx_, peer, &d.why)) d.transport = own;
+  return d;
 }
 
 bool Connections::ownDeviceEdge(int peer, int conn, bool sending) {
-  DeviceRoute r = deviceRoute(peer);
-  if (r.path == topo::DevicePath::Host && r.hostRoute == topo::Route::Ib &&
-      stagedLogged_.insert({peer, conn, sending}).second)
-    ib::logDeviceEdge(comm_->rank, peer, sending, comm_->gdr);
-  return r.path != topo::DevicePath::Host;
+  DeviceChoice d = deviceChoice(peer);
+  if (!d.transport && d.host && d.host->deviceTransport() && stagedLogged_.insert({peer, conn, sending}).second)
+    d.host->noteDeviceTrafficStaged(ctx_, peer, sending);
+  return d.transport != nullptr;
 }
 
 void Connections::connectEdges(std::vector<Edge> edges) {
@@ -113,11 +92,10 @@ void Connections::connectEdges(std::vector<Edge> edges) {
     std::string why;
     Transport* t = nullptr;
     if (e.device) {
-      DeviceRoute r = deviceRoute(peer);
-      if (r.path == topo::DevicePath::Host)
-        raise(weftInternalError, "device edge to rank %d has no connection of its own", peer);
-      t = r.path == topo::DevicePath::P2p ? p2p_.get() : ibDevice_.get();
-      why = r.why;
+      DeviceChoice d = deviceChoice(peer);
+      if (!d.transport) raise(weftInternalError, "device edge to rank %d has no connection of its own", peer);
+      t = d.transport;
+      why = d.why;
     } else {
       t = choose(peer, &why);
     }

@@ -11,7 +11,7 @@
 #include <utility>
 
 #include "algorithms/plan.h"
-#include "src/topology/route.h"
+#include "transports/registry.h"
 #include "transports/transport.h"
 
 struct weftComm;
@@ -27,11 +27,11 @@ class Connections {
   // an edge must call this for plans that use it; edges are handled in one
   // global order (sender, receiver, conn) so that no two ranks wait on each
   // other in a cycle.
-  // `device`: the plan runs on device buffers; edges between GPUs that can
-  // reach each other then get p2p FIFOs in GPU memory of their own, edges
-  // over IB where either end can do GPUDirect RDMA get IB connections of
-  // their own (GPU slots), the others share the host FIFOs (the device
-  // executor reaches those through mapped pinned memory).
+  // `device`: the plan runs on device buffers; edges a device transport can
+  // join (GPUs that reach each other: p2p FIFOs in GPU memory; IB where
+  // either end can do GPUDirect RDMA) get connections of their own, the
+  // others share the host FIFOs (the device executor reaches those through
+  // mapped pinned memory).
   void ensure(const plan::Plan& plan, bool device = false);
   // Connects rank -> next and prev -> rank on connection indices
   // 0..nChannels-1 of a ring.
@@ -48,31 +48,31 @@ class Connections {
   };
   using Key = std::tuple<int, int, bool>;  // (peer, conn, device)
   void connectEdges(std::vector<Edge> edges);
+  // The host transports' choice for the pair (registry.h), made alike at
+  // both ends; quiet: choose() logs and raises.
+  TransportChoice hostChoice(int peer) const;
+  // The host transport for `peer`, and why; warns once per communicator on
+  // a fallback to a last resort, raises when WEFT_NET cannot be honoured.
   Transport* choose(int peer, std::string* why);
-  // What both ends know about the pair, for topo::chooseRoute.
-  topo::RouteQuery routeQuery(int peer) const;
-  // Whether device-buffer traffic with `peer` goes over p2p (GPU memory).
-  bool deviceP2p(int peer, std::string* why) const;
-  struct DeviceRoute {
-    topo::DevicePath path = topo::DevicePath::Host;
-    topo::Route hostRoute = topo::Route::Socket;
+  struct DeviceChoice {
+    Transport* transport = nullptr;  // null: the host connection's FIFO, mapped for the GPU
+    Transport* host = nullptr;       // the pair's host transport (when asked)
     std::string why;
   };
-  // How device-buffer traffic with `peer` moves (topo::chooseDevicePath).
-  DeviceRoute deviceRoute(int peer) const;
-  // Whether a device edge needs a connection of its own; says once per edge
-  // when device traffic over IB is staged through the host connection.
+  // How device-buffer traffic with `peer` moves: the first device transport
+  // that can join the pair, else the device transport of its host
+  // transport when that one can, else the host FIFO.
+  DeviceChoice deviceChoice(int peer) const;
+  // Whether a device edge needs a connection of its own; has the host
+  // transport say once per edge when device traffic that could have had
+  // one goes through the host connection.
   bool ownDeviceEdge(int peer, int conn, bool sending);
   const Connection* find(const std::map<Key, std::unique_ptr<Connection>>& table, int peer, int conn,
                          bool device) const;
 
   weftComm* comm_;
   ConnectContext ctx_;
-  std::unique_ptr<Transport> shm_;
-  std::unique_ptr<Transport> socket_;
-  std::unique_ptr<Transport> ib_;
-  std::unique_ptr<Transport> p2p_;
-  std::unique_ptr<Transport> ibDevice_;  // device edges over IB with GPUDirect RDMA at either end
+  TransportSet& transports_;  // the communicator's, made at init
   bool warnedFallback_ = false;
   std::set<std::tuple<int, int, bool>> stagedLogged_;  // (peer, conn, sending)
   std::map<Key, std::unique_ptr<Connection>> sends_;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <string>
 
 #include "src/topology/paths.h"
 #include "src/util/error.h"
@@ -128,6 +129,24 @@ CommRings composeRings(const std::vector<int>& hostOf, const std::vector<HostRin
     out.orders.push_back(std::move(order));
   }
   return out;
+}
+
+const char* toString(PeerTopoKind k) {
+  switch (k) {
+    case PeerTopoKind::P2p: return "p2p";
+    case PeerTopoKind::Shm: return "shm";
+    case PeerTopoKind::Net: return "net";
+    case PeerTopoKind::Unknown: break;
+  }
+  return "unknown";
+}
+
+PeerTopoKind peerTopoKind(const System& sys, const RankPlace& a, const RankPlace& b) {
+  const std::string kind = transportFor(sys, a, b);
+  if (kind == "p2p") return PeerTopoKind::P2p;
+  if (kind == "shm") return PeerTopoKind::Shm;
+  if (kind == "net") return PeerTopoKind::Net;
+  return PeerTopoKind::Unknown;
 }
 
 }  // namespace weft::topo

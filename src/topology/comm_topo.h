@@ -51,4 +51,11 @@ struct CommRings {
 // views[r]: rank r's view. Pure: every rank gets the same answer.
 CommRings composeRings(const std::vector<int>& hostOf, const std::vector<HostRingView>& views, int nChannels);
 
+// What the topology says a pair of ranks could use (transportFor): GPUs
+// close enough for peer-to-peer, shared memory, or the network; Unknown
+// when the communicator has no topology for the pair.
+enum class PeerTopoKind : uint8_t { Unknown, P2p, Shm, Net };
+const char* toString(PeerTopoKind k);  // "p2p", "shm", "net", "unknown"
+PeerTopoKind peerTopoKind(const System& sys, const RankPlace& a, const RankPlace& b);
+
 }  // namespace weft::topo

@@ -26,7 +26,6 @@
 #include <thread>
 #include <vector>
 
-#include "src/core/gdr_choice.h"
 #include "transports/ib/ib_transport.h"
 #include "weft/weft.h"
 

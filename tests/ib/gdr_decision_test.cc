@@ -5,7 +5,6 @@
 #include <cstdlib>
 
 #include "src/util/error.h"
-#include "transports/ib/gdr_config.h"
 #include "transports/ib/gdr_decision.h"
 
 using namespace weft::ib;

@@ -1,7 +1,6 @@
 #include <gtest/gtest.h>
 
 #include "src/util/error.h"
-#include "transports/ib/ib_config.h"
 #include "transports/ib/ib_select.h"
 
 using namespace weft::ib;

@@ -1,6 +1,7 @@
-// The transport object's behaviour when IB cannot be used: canConnect says
-// why (so the core can fall back and log it), connecting anyway is refused
-// with that reason, and a malformed setting is an error, not a fallback.
+// The transport object's behaviour when IB cannot be used: the facts it
+// publishes say so, canConnect says why (so the core can fall back and log
+// it), connecting anyway is refused with that reason, and a malformed
+// setting is named in the reason and is an error when connecting.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -30,6 +31,9 @@ TEST(IbTransport, DisabledSaysWhyAndRefusesToConnect) {
   TwoRanks t;
   auto ib = weft::makeIbTransport();
   EXPECT_STREQ(ib->name(), "IB");
+  ib->publishFacts(weft::TransportInit{0, -1, 2}, t.peers[0]);
+  EXPECT_EQ(weft::readFacts<weft::ib::IbFacts>(t.peers[0], 2).usable, 0);
+  EXPECT_EQ(weft::readFacts<weft::ib::IbFacts>(t.peers[0], 2).gdrMode, 0);
   std::string why;
   EXPECT_FALSE(ib->canConnect(t.ctx, 1, &why));
   EXPECT_NE(why.find("WEFT_IB_DISABLE"), std::string::npos) << why;
@@ -44,13 +48,16 @@ TEST(IbTransport, DisabledSaysWhyAndRefusesToConnect) {
   unsetenv("WEFT_IB_DISABLE");
 }
 
-TEST(IbTransport, MalformedSettingIsAnErrorNotAFallback) {
+TEST(IbTransport, MalformedSettingIsNamedAndAnErrorWhenConnecting) {
   setenv("WEFT_IB_HCA", "mlx5_0:x", 1);
   TwoRanks t;
   auto ib = weft::makeIbTransport();
+  ib->publishFacts(weft::TransportInit{0, -1, 0}, t.peers[0]);
   std::string why;
+  EXPECT_FALSE(ib->canConnect(t.ctx, 1, &why));
+  EXPECT_NE(why.find("WEFT_IB_HCA"), std::string::npos) << why;
   try {
-    ib->canConnect(t.ctx, 1, &why);
+    ib->connectSend(t.ctx, 1, 42);
     ADD_FAILURE() << "accepted WEFT_IB_HCA=mlx5_0:x";
   } catch (const weft::Error& e) {
     EXPECT_EQ(e.code(), weftInvalidArgument);

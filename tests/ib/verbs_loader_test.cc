@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "transports/ib/gdr_decision.h"
-#include "transports/ib/gdr_probe.h"
+#include "transports/ib/ib_device.h"
 #include "transports/ib/verbs_loader.h"
 
 using namespace weft::ib;

@@ -70,7 +70,7 @@ class SocketTransportTest : public ::testing::Test {
   }
 
   // Joins two ranks and fills their contexts.
-  void join(plan::FifoGeometry g, int64_t timeoutMs = 10000) {
+  void join(FifoGeometry g, int64_t timeoutMs = 10000) {
     weftUniqueId id;
     createUniqueId(&id, 10000);
     std::thread t([&] { ranks_[1].boot = Bootstrap::join(id, 1, 2, 10000); });

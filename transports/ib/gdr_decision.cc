@@ -2,7 +2,11 @@
 
 #include <strings.h>
 
+#include <atomic>
+
+#include "src/util/env.h"
 #include "src/util/error.h"
+#include "src/util/log.h"
 
 namespace weft::ib {
 
@@ -95,6 +99,34 @@ GdrDecision decideGdr(const GdrSettings& s, const GdrFacts& f) {
   }
   d.reason = "no dma-buf (" + noDmabuf + ") and no peer memory (" + noPeerMem + ")";
   return d;
+}
+
+GdrSettings readGdrSettings() {
+  GdrSettings s;
+  s.disabled = envBool("WEFT_GDR_DISABLE", false);
+  s.dmabufEnabled = envBool("WEFT_DMABUF_ENABLE", true);
+  s.flushDisabled = envBool("WEFT_GDR_FLUSH_DISABLE", false);
+  if (auto level = envString("WEFT_NET_GDR_LEVEL")) {
+    s.maxDistance = parseGdrLevel(*level);
+    s.levelSet = true;
+  }
+  return s;
+}
+
+void logDeviceEdge(int rank, int peer, bool sending, const GdrDecision& d, const std::string& detail) {
+  const char* arrow = sending ? "->" : "<-";
+  if (d.mode != GdrMode::Staged) {
+    WEFT_INFO(kNet | kInit, "NET/IB: rank %d %s rank %d: GPU Direct RDMA via %s (%s%s%s)", rank, arrow, peer,
+              gdrModeName(d.mode), d.reason.c_str(), detail.empty() ? "" : ", ", detail.c_str());
+    return;
+  }
+  WEFT_INFO(kNet | kInit, "NET/IB: rank %d %s rank %d: staged through host memory: %s", rank, arrow, peer,
+            d.reason.c_str());
+  static std::atomic<bool> warned{false};
+  if (!warned.exchange(true))
+    WEFT_WARN("NET/IB: GPU buffers over IB are staged through host memory, not GPU Direct RDMA: %s (first seen on "
+              "rank %d %s rank %d; WEFT_DEBUG=INFO names every connection)",
+              d.reason.c_str(), rank, arrow, peer);
 }
 
 }  // namespace weft::ib

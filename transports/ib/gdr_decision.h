@@ -1,7 +1,9 @@
 // Whether one rank's device-buffer traffic over IB uses GPUDirect RDMA (the
 // HCA reads and writes FIFO slots in GPU memory) or is staged through host
-// slots, and why. Pure: the facts are gathered elsewhere (gdr_probe.h), so
-// every combination is testable on a machine without a GPU or an HCA.
+// slots, and why; the settings that steer it and the log lines that report
+// it per connection. The decision is pure: the facts are gathered elsewhere
+// (probeGdr, ib_device.h), so every combination is testable on a machine
+// without a GPU or an HCA.
 //
 // The decision is per rank, not per pair: a sender with GPU slots and a
 // receiver with host slots (or the reverse) work together, because the wire
@@ -31,7 +33,7 @@ const char* pciDistanceName(PciDistance d);  // "LOC", "PIX", ...
 // anything else throws weftInvalidArgument naming the variable.
 PciDistance parseGdrLevel(const std::string& text);
 
-// The WEFT_* settings that steer the decision (gdr_config.cc reads them).
+// The WEFT_* settings that steer the decision (readGdrSettings reads them).
 struct GdrSettings {
   bool disabled = false;                  // WEFT_GDR_DISABLE
   bool dmabufEnabled = true;              // WEFT_DMABUF_ENABLE
@@ -67,5 +69,21 @@ struct GdrDecision {
 // loaded and the GPU supports GPUDirect RDMA, else staged with what each
 // of the two lacks.
 GdrDecision decideGdr(const GdrSettings& s, const GdrFacts& f);
+
+// The WEFT_* settings of GPUDirect RDMA, read and checked in one place.
+// Reads WEFT_GDR_DISABLE, WEFT_DMABUF_ENABLE, WEFT_NET_GDR_LEVEL and
+// WEFT_GDR_FLUSH_DISABLE. A malformed value throws weftInvalidArgument
+// naming the variable.
+GdrSettings readGdrSettings();
+
+// The log lines that say how one end of a device-buffer edge over IB moves
+// its bytes: at INFO for every connection end, and once per process at WARN
+// when GPU buffers are staged through host memory (the slow path a user
+// should know about).
+// "NET/IB: rank 0 -> rank 1: GPU Direct RDMA via dma-buf (GPU 0 to mlx5_0:1 PIX, flush by RDMA read)"
+// "NET/IB: rank 0 <- rank 1: staged through host memory: <reason>"
+// `sending`: this rank is the sender (->), else the receiver (<-).
+// `detail` is appended inside the parentheses of the GPUDirect line.
+void logDeviceEdge(int rank, int peer, bool sending, const GdrDecision& d, const std::string& detail = "");
 
 }  // namespace weft::ib

@@ -16,9 +16,8 @@
 #include "transports/ib/conn_info.h"
 #include "transports/ib/credits.h"
 #include "transports/ib/fifo_memory.h"
-#include "transports/ib/flush_qp.h"
 #include "transports/ib/flush_schedule.h"
-#include "transports/ib/gdr_log.h"
+#include "transports/ib/gdr_decision.h"
 #include "transports/ib/ib_device.h"
 #include "transports/ib/verbs_loader.h"
 

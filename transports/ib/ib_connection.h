@@ -12,16 +12,15 @@
 // A connection that carries device-buffer traffic may keep its slots in GPU
 // memory (GPUDirect RDMA, fifo_memory.h): the HCA then reads the sender's
 // slots and writes the receiver's straight from and into the GPU, and the
-// receiving proxy makes those writes visible to the GPU (flush_qp.h,
+// receiving proxy makes those writes visible to the GPU (FlushQp in fifo_memory.h,
 // flush_schedule.h) before it posts a slot.
 #pragma once
 
 #include <memory>
 #include <string>
 
-#include "transports/ib/gdr_decision.h"
-#include "transports/ib/ib_config.h"
 #include "transports/ib/ib_select.h"
+#include "transports/ib/ib_transport.h"
 #include "transports/transport.h"
 
 namespace weft::ib {
@@ -29,13 +28,6 @@ namespace weft::ib {
 struct IbPortChoice {
   PortState port;
   int gidIndex = 0;
-};
-
-// How a connection for device-buffer traffic places this end's slots.
-struct DevicePlacement {
-  GdrDecision gdr;    // Staged: host slots (mapped for the GPU by the device executor)
-  int cudaDev = -1;   // where GPU slots are allocated
-  bool flush = true;  // receiver with GPU slots: flush before posting (WEFT_GDR_FLUSH_DISABLE)
 };
 
 // `device`: null for host-buffer traffic (host slots, as always). When GPU

@@ -1,11 +1,13 @@
 // One opened HCA, shared by every connection of the process that uses it:
 // one protection domain and the registration caches for host memory and
-// for GPU memory (dma-buf or peer memory).
+// for GPU memory (dma-buf or peer memory); and what the HCA and the GPU
+// offer GPUDirect RDMA (probeGdr).
 #pragma once
 
 #include <infiniband/verbs.h>
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "transports/ib/gdr_decision.h"
@@ -38,5 +40,18 @@ struct IbDevice {
 // Opens `name` (or returns the process's open instance). Throws
 // weftSystemError naming the device when it cannot be opened.
 std::shared_ptr<IbDevice> openIbDevice(const Verbs* v, const std::string& name);
+
+// Gathers the facts the GPUDirect RDMA decision (gdr_decision.h) needs for
+// one rank: its GPU's support (CUDA driver), libibverbs' dma-buf entry
+// point, the HCA driver's answer to a dma-buf registration, and the
+// peer-memory module. The GPU-NIC distance comes from the caller (the
+// topology). Never throws for "not there": that is a fact like any other.
+struct Verbs;
+
+// With the process's libibverbs (loadVerbs).
+GdrFacts probeGdr(const std::string& ibDev, int port, int cudaDev, std::optional<PciDistance> distance);
+// With a given verbs table (null: libibverbs could not be loaded).
+GdrFacts probeGdr(const Verbs* verbs, const std::string& ibDev, int port, int cudaDev,
+                  std::optional<PciDistance> distance);
 
 }  // namespace weft::ib

@@ -1,6 +1,7 @@
 // Whether this process uses IB, and on which port; or why it falls back to
 // sockets. Pure: takes what discovery found (or failed to find) and returns
-// a decision with a reason worth printing.
+// a decision with a reason worth printing. Also the WEFT_IB_* settings
+// that steer it and the connections.
 #pragma once
 
 #include <string>
@@ -48,5 +49,21 @@ int portSpeedMbps(unsigned activeSpeed, unsigned activeWidth);
 // libibverbs missing, no device, every port filtered by WEFT_IB_HCA, every
 // remaining port not ACTIVE (or of unknown link layer), no usable GID.
 Decision decide(const Discovery& found, const HcaFilter& filter, bool disabled, int forcedGidIndex);
+
+// The WEFT_IB_* settings, read and range-checked in one place.
+struct IbConfig {
+  bool disable = false;        // WEFT_IB_DISABLE
+  std::string hca;             // WEFT_IB_HCA
+  int gidIndex = -1;           // WEFT_IB_GID_INDEX, -1: auto
+  int trafficClass = 0;        // WEFT_IB_TC (RoCE: GRH traffic class, DSCP << 2)
+  int serviceLevel = 0;        // WEFT_IB_SL
+  int timeout = 20;            // WEFT_IB_TIMEOUT: local ack timeout 4.096us * 2^t
+  int retryCount = 7;          // WEFT_IB_RETRY_CNT
+  int qpsPerConnection = 1;    // WEFT_IB_QPS_PER_CONNECTION
+};
+
+// Throws weftInvalidArgument naming the variable and its allowed range.
+void validateIbConfig(const IbConfig& c);
+IbConfig readIbConfig();
 
 }  // namespace weft::ib

@@ -1,129 +1,134 @@
 #include "transports/ib/ib_transport.h"
 
-#include <atomic>
-#include <mutex>
-#include <optional>
-
+#include "src/topology/paths.h"
+#include "src/topology/detect.h"
 #include "src/util/error.h"
 #include "src/util/log.h"
-#include "transports/ib/gdr_config.h"
-#include "transports/ib/gdr_probe.h"
-#include "transports/ib/ib_config.h"
-#include "transports/ib/ib_connection.h"
-#include "transports/ib/ib_discovery.h"
 
 namespace weft {
 
 namespace {
 
-struct Choice {
-  ib::IbConfig cfg;
-  ib::Decision decision;
-};
-
-// Reads the settings and the hardware. A malformed WEFT_IB_* value is an
-// error the user must see, not a silent fallback.
-Choice choose() {
-  Choice c;
-  c.cfg = ib::readIbConfig();
-  ib::HcaFilter filter = ib::parseHcaFilter(c.cfg.hca);
-  ib::Discovery found;
-  if (!c.cfg.disable) found = ib::discoverPorts();
-  c.decision = ib::decide(found, filter, c.cfg.disable, c.cfg.gidIndex);
-  return c;
+std::optional<ib::PciDistance> pciDistance(topo::PathType t) {
+  switch (t) {
+    case topo::PathType::Loc:
+    case topo::PathType::Nvl: return ib::PciDistance::Loc;
+    case topo::PathType::Pix: return ib::PciDistance::Pix;
+    case topo::PathType::Pxb: return ib::PciDistance::Pxb;
+    case topo::PathType::Phb: return ib::PciDistance::Phb;
+    case topo::PathType::Sys: return ib::PciDistance::Sys;
+    case topo::PathType::Net:
+    case topo::PathType::Dis: break;
+  }
+  return std::nullopt;
 }
 
-std::atomic<bool> warnedFallback{false};
+}  // namespace
 
-// The port a rank's connections use: ranks of a host spread over its
-// ports, the fastest first.
-ib::IbPortChoice portFor(const Choice& c, int rank) {
-  size_t i = static_cast<size_t>(rank) % c.decision.usable.size();
-  return ib::IbPortChoice{c.decision.usable[i], c.decision.gid[i].index};
+ib::GdrDecision chooseDeviceGdr(int rank, int cudaDev, bool ibUsable) {
+  (void)ib::readGdrSettings();
+  if (!ibUsable) return ib::GdrDecision{ib::GdrMode::Staged, "no usable IB on this rank"};
+  if (cudaDev < 0) return ib::GdrDecision{ib::GdrMode::Staged, "no CUDA device on this rank"};
+  auto distance = [cudaDev](const std::string& dev, int port) -> std::optional<ib::PciDistance> {
+    try {
+      topo::LocalTopology local = topo::localTopology();
+      auto path = topo::gpuNicPath(*local.system, local.host, cudaDev, dev, port);
+      return path ? pciDistance(*path) : std::nullopt;
+    } catch (const Error& e) {
+      WEFT_INFO(kNet | kGraph, "NET/IB: no topology to measure GPU %d to %s:%d: %s", cudaDev, dev.c_str(), port,
+                e.what());
+      return std::nullopt;
+    }
+  };
+  ib::GdrDecision d = ibDeviceGdr(rank, cudaDev, distance);
+  if (d.mode == ib::GdrMode::Staged)
+    WEFT_INFO(kNet | kInit, "NET/IB: rank %d: GPU buffers over IB would be staged through host memory: %s", rank,
+              d.reason.c_str());
+  else
+    WEFT_INFO(kNet | kInit, "NET/IB: rank %d: GPU buffers over IB can use GPU Direct RDMA via %s (%s)", rank,
+              ib::gdrModeName(d.mode), d.reason.c_str());
+  return d;
 }
 
-class IbTransport : public Transport {
+namespace ib {
+
+bool ibCanJoin(bool selfUsable, const std::string& selfProblem, bool peerUsable, int peer, std::string* why) {
+  if (!selfUsable)
+    *why = "no usable IB on this rank: " + selfProblem;
+  else if (!peerUsable)
+    *why = "no usable IB on rank " + std::to_string(peer);
+  else
+    *why = "IB on both ends";
+  return selfUsable && peerUsable;
+}
+
+bool gdrCanJoin(bool selfGdr, bool peerGdr, std::string* why) {
+  if (selfGdr && peerGdr)
+    *why = "GPU Direct RDMA at both ends";
+  else if (selfGdr)
+    *why = "GPU Direct RDMA at this end";
+  else if (peerGdr)
+    *why = "GPU Direct RDMA at the peer's end";
+  else
+    *why = "no GPU Direct RDMA at either end";
+  return selfGdr || peerGdr;
+}
+
+namespace {
+
+// Device-buffer edges over IB: connections of their own, each end placing
+// its slots in GPU or host memory by its own GPUDirect decision.
+class IbDeviceTransport : public Transport {
  public:
-  // device: connections for device-buffer traffic, this end's slots placed
-  // as `device` says; null: host traffic.
-  explicit IbTransport(std::optional<ib::DevicePlacement> device = std::nullopt) : device_(std::move(device)) {}
+  IbDeviceTransport(IbTransportBase& host, DevicePlacement placement) : host_(host), placement_(std::move(placement)) {}
 
   const char* name() const override { return "IB"; }
-
   bool canConnect(const ConnectContext& ctx, int peer, std::string* why) const override {
-    const Choice& c = choice();
-    if (c.decision.useIb) return true;
-    if (!warnedFallback.exchange(true))
-      WEFT_WARN("NET/IB: not using IB/RoCE: %s; falling back to sockets", c.decision.reason.c_str());
-    WEFT_INFO(kNet | kInit, "NET/IB: rank %d -> rank %d (%s) not via IB: %s", ctx.rank, peer,
-              ctx.peer(peer).hostname, c.decision.reason.c_str());
-    if (why) *why = c.decision.reason;
-    return false;
+    const IbFacts self = readFacts<IbFacts>(ctx.self(), host_.factsRow());
+    const IbFacts other = readFacts<IbFacts>(ctx.peer(peer), host_.factsRow());
+    return gdrCanJoin(self.gdrMode != 0, other.gdrMode != 0, why);
   }
-
   std::unique_ptr<Connection> connectSend(ConnectContext& ctx, int peer, uint64_t tag) override {
-    return connect(ctx, peer, tag, true);
+    return host_.connect(ctx, peer, tag, true, &placement_);
   }
   std::unique_ptr<Connection> connectRecv(ConnectContext& ctx, int peer, uint64_t tag) override {
-    return connect(ctx, peer, tag, false);
+    return host_.connect(ctx, peer, tag, false, &placement_);
   }
 
  private:
-  const Choice& choice() const {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (!choice_) {
-      choice_ = choose();
-      if (choice_->decision.useIb)
-        WEFT_INFO(kNet | kInit, "NET/IB: %s", choice_->decision.reason.c_str());
-    }
-    return *choice_;
-  }
-
-  std::unique_ptr<Connection> connect(ConnectContext& ctx, int peer, uint64_t tag, bool isSender) {
-    const Choice& c = choice();
-    if (!c.decision.useIb)
-      raise(weftInvalidUsage, "IB connection %s rank %d requested, but IB is not usable: %s", isSender ? "to" : "from",
-            peer, c.decision.reason.c_str());
-    ib::IbPortChoice port = portFor(c, ctx.rank);
-    size_t i = static_cast<size_t>(ctx.rank) % c.decision.usable.size();
-    WEFT_INFO(kNet | kInit, "NET/IB: rank %d uses %s:%d, GID %s", ctx.rank, port.port.dev.c_str(), port.port.port,
-              c.decision.gid[i].reason.c_str());
-    return ib::connectIb(ctx, peer, tag, isSender, port, c.cfg, device_ ? &*device_ : nullptr);
-  }
-
-  std::optional<ib::DevicePlacement> device_;
-  mutable std::mutex mu_;
-  mutable std::optional<Choice> choice_;
+  IbTransportBase& host_;
+  DevicePlacement placement_;
 };
 
 }  // namespace
 
-std::string ibUnusableReason() {
-  try {
-    Choice c = choose();
-    return c.decision.useIb ? "" : c.decision.reason;
-  } catch (const Error& e) {
-    return e.what();
-  }
+IbTransportBase::IbTransportBase() = default;
+IbTransportBase::~IbTransportBase() = default;
+
+void IbTransportBase::publishFacts(const TransportInit& init, PeerInfo& self) {
+  factsRow_ = init.factsRow;
+  problem_ = ibUnusableReason();
+  IbFacts facts;
+  facts.usable = problem_.empty() ? 1 : 0;
+  gdr_ = chooseDeviceGdr(init.rank, init.cudaDev, facts.usable != 0);
+  facts.gdrMode = static_cast<int32_t>(gdr_.mode);
+  writeFacts(self, factsRow_, facts);
+  DevicePlacement placement;
+  placement.gdr = gdr_;
+  placement.cudaDev = init.cudaDev;
+  placement.flush = !readGdrSettings().flushDisabled;
+  device_ = std::make_unique<IbDeviceTransport>(*this, placement);
 }
 
-std::unique_ptr<Transport> makeIbTransport() { return std::make_unique<IbTransport>(); }
-
-std::unique_ptr<Transport> makeIbDeviceTransport(const ib::GdrDecision& local, int cudaDev) {
-  ib::DevicePlacement p;
-  p.gdr = local;
-  p.cudaDev = cudaDev;
-  p.flush = !ib::readGdrSettings().flushDisabled;
-  return std::make_unique<IbTransport>(p);
+bool IbTransportBase::canConnect(const ConnectContext& ctx, int peer, std::string* why) const {
+  const IbFacts self = readFacts<IbFacts>(ctx.self(), factsRow_);
+  const IbFacts other = readFacts<IbFacts>(ctx.peer(peer), factsRow_);
+  return ibCanJoin(self.usable != 0, problem_, other.usable != 0, peer, why);
 }
 
-ib::GdrDecision ibDeviceGdr(int rank, int cudaDev, const NicDistanceFn& distance) {
-  const ib::GdrSettings settings = ib::readGdrSettings();
-  Choice c = choose();
-  if (!c.decision.useIb) return ib::GdrDecision{ib::GdrMode::Staged, "no usable IB: " + c.decision.reason};
-  ib::IbPortChoice port = portFor(c, rank);
-  std::optional<ib::PciDistance> d = distance ? distance(port.port.dev, port.port.port) : std::nullopt;
-  return ib::decideGdr(settings, ib::probeGdr(port.port.dev, port.port.port, cudaDev, d));
+void IbTransportBase::noteDeviceTrafficStaged(const ConnectContext& ctx, int peer, bool sending) const {
+  logDeviceEdge(ctx.rank, peer, sending, gdr_);
 }
 
+}  // namespace ib
 }  // namespace weft

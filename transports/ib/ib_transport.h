@@ -1,8 +1,14 @@
 // The InfiniBand / RoCE transport: RC queue pairs, RDMA write-with-immediate
 // of each posted slot into the same slot of the peer's registered FIFO, the
 // peer's consumed counter written back as credits. See docs/ib.md.
+//
+// What needs verbs.h (finding ports, connecting) is in
+// ib_transport_verbs.cc, or ib_transport_unavailable.cc when weft is built
+// without it; what every rank tells its peers about IB (PeerInfo facts),
+// the choice per pair and the GPUDirect RDMA decision are here.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -18,12 +24,9 @@ namespace weft {
 // falls back to sockets).
 std::unique_ptr<Transport> makeIbTransport();
 
-// The IB transport for device-buffer traffic: each connection end keeps its
-// slots in GPU memory (GPUDirect RDMA) when `local`, this rank's decision,
-// says so and the registration works, else in host memory. The core uses it
-// for device edges over IB where at least one end can do GPUDirect RDMA.
-// Reads WEFT_GDR_FLUSH_DISABLE.
-std::unique_ptr<Transport> makeIbDeviceTransport(const ib::GdrDecision& local, int cudaDev);
+// Empty when this process can use IB (libibverbs loads and a port passes
+// WEFT_IB_DISABLE, WEFT_IB_HCA, state and GID checks); else why not.
+std::string ibUnusableReason();
 
 // GPU-NIC distance for an IB port ("mlx5_0", 1) of this host, or nullopt
 // when the topology cannot tell.
@@ -36,8 +39,76 @@ using NicDistanceFn = std::function<std::optional<ib::PciDistance>(const std::st
 // throws weftInvalidArgument; a missing capability is a Staged reason.
 ib::GdrDecision ibDeviceGdr(int rank, int cudaDev, const NicDistanceFn& distance);
 
-// Empty when this process can use IB (libibverbs loads and a port passes
-// WEFT_IB_DISABLE, WEFT_IB_HCA, state and GID checks); else why not.
-std::string ibUnusableReason();
+// This rank's GPUDirect RDMA decision, made once at init with the GPU-NIC
+// distance from the host's topology (detected or WEFT_TOPO_FILE; when it
+// cannot be had the decision says so). Throws weftInvalidArgument for a
+// malformed WEFT_GDR_* / WEFT_DMABUF_ENABLE / WEFT_NET_GDR_LEVEL, whether
+// or not this rank could use GPUDirect.
+ib::GdrDecision chooseDeviceGdr(int rank, int cudaDev, bool ibUsable);
 
+namespace ib {
+
+// What a rank tells its peers about IB: its row of PeerInfo facts.
+struct IbFacts {
+  int32_t usable = 0;   // 1: this process has a usable IB/RoCE port
+  int32_t gdrMode = 0;  // GdrMode of its device-buffer traffic over IB (0: staged)
+};
+
+// Whether IB joins two ranks, and why (not): when both have a usable port.
+// selfProblem: why this rank has none. Pure.
+bool ibCanJoin(bool selfUsable, const std::string& selfProblem, bool peerUsable, int peer, std::string* why);
+
+// Whether the device-buffer traffic of a pair that IB joins gets IB
+// connections of its own: when at least one end can do GPUDirect RDMA (the
+// other end then stages, but the first still saves its copy over PCIe).
+// The answer (not `why`, said from this end) is the same whichever end
+// asks. Pure.
+bool gdrCanJoin(bool selfGdr, bool peerGdr, std::string* why);
+
+// How a connection for device-buffer traffic places this end's slots.
+struct DevicePlacement {
+  GdrDecision gdr;    // Staged: host slots (mapped for the GPU by the device executor)
+  int cudaDev = -1;   // where GPU slots are allocated
+  bool flush = true;  // receiver with GPU slots: flush before posting (WEFT_GDR_FLUSH_DISABLE)
+};
+
+// The IB transport's part that needs no verbs.h: its facts, its choice per
+// pair and its device transport. The verbs build and the build without
+// verbs.h differ only in connect().
+class IbTransportBase : public Transport {
+ public:
+  IbTransportBase();
+  ~IbTransportBase() override;
+
+  const char* name() const override { return "IB"; }
+  // Whether this process has a usable port, and its GPUDirect decision.
+  void publishFacts(const TransportInit& init, PeerInfo& self) override;
+  bool canConnect(const ConnectContext& ctx, int peer, std::string* why) const override;
+  std::unique_ptr<Connection> connectSend(ConnectContext& ctx, int peer, uint64_t tag) override {
+    return connect(ctx, peer, tag, true, nullptr);
+  }
+  std::unique_ptr<Connection> connectRecv(ConnectContext& ctx, int peer, uint64_t tag) override {
+    return connect(ctx, peer, tag, false, nullptr);
+  }
+  // Device edges where either end can do GPUDirect RDMA (set at
+  // publishFacts; null before).
+  Transport* deviceTransport() const override { return device_.get(); }
+  // The staged-through-host-memory line (gdr_decision.h logDeviceEdge).
+  void noteDeviceTrafficStaged(const ConnectContext& ctx, int peer, bool sending) const override;
+
+  // One end of a connection; `device`: how this end places its slots for
+  // device-buffer traffic, null for host traffic.
+  virtual std::unique_ptr<Connection> connect(ConnectContext& ctx, int peer, uint64_t tag, bool isSender,
+                                              const DevicePlacement* device) = 0;
+
+  int factsRow() const { return factsRow_; }
+
+ private:
+  int factsRow_ = -1;
+  std::string problem_ = "no IB facts published";  // why this rank has no usable port; "" when it has
+  GdrDecision gdr_;
+  std::unique_ptr<Transport> device_;
+};
+
+}  // namespace ib
 }  // namespace weft

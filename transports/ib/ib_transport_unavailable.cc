@@ -9,18 +9,12 @@ namespace weft {
 
 namespace {
 
-class UnavailableIbTransport : public Transport {
+class UnavailableIbTransport : public ib::IbTransportBase {
  public:
-  const char* name() const override { return "IB"; }
-  bool canConnect(const ConnectContext&, int, std::string* why) const override {
-    if (why) *why = "no IB: weft was built without infiniband/verbs.h";
-    return false;
-  }
-  std::unique_ptr<Connection> connectSend(ConnectContext&, int peer, uint64_t) override {
-    raise(weftInvalidUsage, "IB transport to rank %d requested, but weft was built without infiniband/verbs.h", peer);
-  }
-  std::unique_ptr<Connection> connectRecv(ConnectContext&, int peer, uint64_t) override {
-    raise(weftInvalidUsage, "IB transport from rank %d requested, but weft was built without infiniband/verbs.h", peer);
+  std::unique_ptr<Connection> connect(ConnectContext&, int peer, uint64_t, bool isSender,
+                                      const ib::DevicePlacement*) override {
+    raise(weftInvalidUsage, "IB transport %s rank %d requested, but weft was built without infiniband/verbs.h",
+          isSender ? "to" : "from", peer);
   }
 };
 
@@ -29,10 +23,6 @@ class UnavailableIbTransport : public Transport {
 std::string ibUnusableReason() { return "no IB: weft was built without infiniband/verbs.h"; }
 
 std::unique_ptr<Transport> makeIbTransport() { return std::make_unique<UnavailableIbTransport>(); }
-
-std::unique_ptr<Transport> makeIbDeviceTransport(const ib::GdrDecision&, int) {
-  return std::make_unique<UnavailableIbTransport>();
-}
 
 ib::GdrDecision ibDeviceGdr(int, int, const NicDistanceFn&) {
   return ib::GdrDecision{ib::GdrMode::Staged, "weft was built without infiniband/verbs.h"};

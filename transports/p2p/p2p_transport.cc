@@ -3,6 +3,7 @@
 #include <cstring>
 #include <vector>
 
+#include "src/util/env.h"
 #include "src/util/error.h"
 #include "src/util/log.h"
 
@@ -60,6 +61,10 @@ class P2pTransport : public Transport {
   bool canConnect(const ConnectContext& ctx, int peer, std::string* why) const override {
     const PeerInfo& me = ctx.self();
     const PeerInfo& other = ctx.peer(peer);
+    if (envBool("WEFT_P2P_DISABLE", false)) {
+      *why = "WEFT_P2P_DISABLE=1";
+      return false;
+    }
     if (me.hostHash != other.hostHash) {
       *why = "hosts differ";
       return false;

@@ -10,9 +10,11 @@
 #include <cstring>
 #include <optional>
 
+#include "src/util/env.h"
 #include "src/util/error.h"
 #include "src/util/log.h"
 #include "transports/shm/shm_segment.h"
+#include "transports/shm/shm_transport.h"
 #include "transports/transport.h"
 
 namespace weft {
@@ -60,16 +62,33 @@ Doorbell* peerDoorbell(const ConnectContext& ctx, int peer) {
   return bell;
 }
 
+}  // namespace
+
+bool shmCanJoin(bool disabled, bool sameHost, topo::PeerTopoKind kind, std::string* why) {
+  if (disabled) {
+    *why = "WEFT_SHM_DISABLE=1";
+    return false;
+  }
+  if (!sameHost) {
+    *why = "hosts differ";
+    return false;
+  }
+  *why = "same host";
+  // There is no GPU peer-to-peer transport for host buffers; say so where
+  // the topology would have allowed one.
+  if (kind == topo::PeerTopoKind::P2p) *why += " (GPUs P2P-capable; host buffers go through shared memory)";
+  return true;
+}
+
+namespace {
+
 class ShmTransport : public Transport {
  public:
   const char* name() const override { return "SHM"; }
 
   bool canConnect(const ConnectContext& ctx, int peer, std::string* why) const override {
-    if (ctx.peer(peer).hostHash != ctx.self().hostHash) {
-      *why = "hosts differ";
-      return false;
-    }
-    return true;
+    return shmCanJoin(envBool("WEFT_SHM_DISABLE", false), ctx.peer(peer).hostHash == ctx.self().hostHash,
+                      ctx.topoKind(peer), why);
   }
 
   std::unique_ptr<Connection> connectRecv(ConnectContext& ctx, int peer, uint64_t tag) override {

@@ -17,7 +17,7 @@ using namespace socket_wire;
 // How long a silent accepted socket may take to send its hello.
 static constexpr int64_t kHelloTimeoutMs = 2000;
 
-StagingFifo::StagingFifo(const plan::FifoGeometry& g) {
+StagingFifo::StagingFifo(const FifoGeometry& g) {
   bytes_ = fifoBytes(g.nSlots, g.slotBytes);
   mem_ = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
   if (mem_ == MAP_FAILED) {

@@ -33,7 +33,7 @@ namespace weft {
 // that the data path never page-faults.
 class StagingFifo {
  public:
-  StagingFifo(const plan::FifoGeometry& g);
+  StagingFifo(const FifoGeometry& g);
   ~StagingFifo();
   StagingFifo(const StagingFifo&) = delete;
   StagingFifo& operator=(const StagingFifo&) = delete;
@@ -57,7 +57,7 @@ class SocketConnection final : public Connection, private FifoProgress {
     uint64_t tag;
     std::string ifName;
     std::string peerName;  // "rank 3 at 10.0.0.2:4242" for messages
-    plan::FifoGeometry geometry;
+    FifoGeometry geometry;
     Doorbell* localBell;
     const std::atomic<bool>* abortFlag;
     bool oversubscribed = false;  // the executor does not move bytes itself then

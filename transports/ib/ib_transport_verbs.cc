@@ -1,0 +1,187 @@
+// The IB transport with verbs: which port this process uses (discovery of
+// the HCAs' ports, then the decision of ib_select.h) and the connections
+// over it (ib_connection.h).
+#include "transports/ib/ib_transport.h"
+
+#include <atomic>
+#include <fstream>
+#include <mutex>
+#include <optional>
+#include <sstream>
+
+#include "src/util/error.h"
+#include "src/util/log.h"
+#include "transports/ib/ib_connection.h"
+#include "transports/ib/ib_device.h"
+#include "transports/ib/ib_select.h"
+#include "transports/ib/verbs_loader.h"
+
+namespace weft {
+namespace ib {
+
+namespace {
+
+// The GID type is not in ibv_query_gid's answer; the kernel publishes it in
+// sysfs. Unreadable (old kernel, IB port): v1 semantics.
+GidType readGidType(const std::string& dev, int port, int index) {
+  std::ostringstream path;
+  path << "/sys/class/infiniband/" << dev << "/ports/" << port << "/gid_attrs/types/" << index;
+  std::ifstream in(path.str());
+  std::string text;
+  if (!in || !std::getline(in, text)) return GidType::IbRoceV1;
+  return parseGidType(text);
+}
+
+LinkLayer linkLayerOf(uint8_t ll) {
+  switch (ll) {
+    case IBV_LINK_LAYER_INFINIBAND:
+    case IBV_LINK_LAYER_UNSPECIFIED:  // drivers older than link-layer reporting were IB
+      return LinkLayer::InfiniBand;
+    case IBV_LINK_LAYER_ETHERNET: return LinkLayer::Ethernet;
+    default: return LinkLayer::Unknown;
+  }
+}
+
+void discoverDevice(const Verbs& v, ibv_device* device, Discovery& out) {
+  std::string name = v.getDeviceName(device);
+  ibv_context* ctx = v.openDevice(device);
+  if (!ctx) {
+    WEFT_INFO(kNet | kInit, "NET/IB: cannot open %s; skipped", name.c_str());
+    return;
+  }
+  ibv_device_attr dattr{};
+  if (v.queryDevice(ctx, &dattr) != 0) {
+    WEFT_INFO(kNet | kInit, "NET/IB: ibv_query_device(%s) failed; skipped", name.c_str());
+    v.closeDevice(ctx);
+    return;
+  }
+  for (int port = 1; port <= dattr.phys_port_cnt; ++port) {
+    ibv_port_attr pattr{};
+    if (v.queryPort(ctx, static_cast<uint8_t>(port), &pattr) != 0) continue;
+    PortState s;
+    s.dev = name;
+    s.port = port;
+    s.active = pattr.state == IBV_PORT_ACTIVE;
+    // "PORT_DOWN" -> "DOWN": the reason text already says it is a port.
+    s.stateName = v.portStateStr(pattr.state);
+    if (s.stateName.rfind("PORT_", 0) == 0) s.stateName = s.stateName.substr(5);
+    s.linkLayer = linkLayerOf(pattr.link_layer);
+    s.speedMbps = portSpeedMbps(pattr.active_speed, pattr.active_width);
+    if (s.active) {
+      int n = pattr.gid_tbl_len < 256 ? pattr.gid_tbl_len : 256;
+      for (int i = 0; i < n; ++i) {
+        ibv_gid gid{};
+        if (v.queryGid(ctx, static_cast<uint8_t>(port), i, &gid) != 0) continue;
+        GidEntry e;
+        e.index = i;
+        for (int b = 0; b < 16; ++b) e.gid[b] = gid.raw[b];
+        if (gidIsZero(e.gid)) continue;
+        e.type = readGidType(name, port, i);
+        s.gids.push_back(e);
+      }
+    }
+    WEFT_INFO(kNet | kInit, "NET/IB: found %s:%d %s %s %d Mbps, %zu GIDs", name.c_str(), port, s.stateName.c_str(),
+              linkLayerName(s.linkLayer), s.speedMbps, s.gids.size());
+    out.ports.push_back(std::move(s));
+  }
+  v.closeDevice(ctx);
+}
+
+// Finds the HCAs and ports of this machine through verbs (and sysfs for GID
+// types). Never throws for "nothing there": that is a Discovery with no
+// ports, and the decision (ib_select.h) turns it into a reason.
+Discovery discoverPorts() {
+  Discovery d;
+  const Verbs* v = loadVerbs(&d.loadError);
+  if (!v) return d;
+  d.verbsLoaded = true;
+  int n = 0;
+  ibv_device** list = v->getDeviceList(&n);
+  if (!list) return d;  // no devices, or the kernel modules are absent
+  for (int i = 0; i < n; ++i) discoverDevice(*v, list[i], d);
+  v->freeDeviceList(list);
+  return d;
+}
+
+}  // namespace
+}  // namespace ib
+
+namespace {
+
+struct Choice {
+  ib::IbConfig cfg;
+  ib::Decision decision;
+};
+
+// Reads the settings and the hardware. A malformed WEFT_IB_* value is an
+// error the user must see, not a silent fallback.
+Choice choose() {
+  Choice c;
+  c.cfg = ib::readIbConfig();
+  ib::HcaFilter filter = ib::parseHcaFilter(c.cfg.hca);
+  ib::Discovery found;
+  if (!c.cfg.disable) found = ib::discoverPorts();
+  c.decision = ib::decide(found, filter, c.cfg.disable, c.cfg.gidIndex);
+  return c;
+}
+
+// The port a rank's connections use: ranks of a host spread over its
+// ports, the fastest first.
+ib::IbPortChoice portFor(const Choice& c, int rank) {
+  size_t i = static_cast<size_t>(rank) % c.decision.usable.size();
+  return ib::IbPortChoice{c.decision.usable[i], c.decision.gid[i].index};
+}
+
+class IbTransport : public ib::IbTransportBase {
+ public:
+  std::unique_ptr<Connection> connect(ConnectContext& ctx, int peer, uint64_t tag, bool isSender,
+                                      const ib::DevicePlacement* device) override {
+    const Choice& c = choice();
+    if (!c.decision.useIb)
+      raise(weftInvalidUsage, "IB connection %s rank %d requested, but IB is not usable: %s", isSender ? "to" : "from",
+            peer, c.decision.reason.c_str());
+    ib::IbPortChoice port = portFor(c, ctx.rank);
+    size_t i = static_cast<size_t>(ctx.rank) % c.decision.usable.size();
+    WEFT_INFO(kNet | kInit, "NET/IB: rank %d uses %s:%d, GID %s", ctx.rank, port.port.dev.c_str(), port.port.port,
+              c.decision.gid[i].reason.c_str());
+    return ib::connectIb(ctx, peer, tag, isSender, port, c.cfg, device);
+  }
+
+ private:
+  const Choice& choice() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!choice_) {
+      choice_ = choose();
+      if (choice_->decision.useIb)
+        WEFT_INFO(kNet | kInit, "NET/IB: %s", choice_->decision.reason.c_str());
+    }
+    return *choice_;
+  }
+
+  mutable std::mutex mu_;
+  mutable std::optional<Choice> choice_;
+};
+
+}  // namespace
+
+std::string ibUnusableReason() {
+  try {
+    Choice c = choose();
+    return c.decision.useIb ? "" : c.decision.reason;
+  } catch (const Error& e) {
+    return e.what();
+  }
+}
+
+std::unique_ptr<Transport> makeIbTransport() { return std::make_unique<IbTransport>(); }
+
+ib::GdrDecision ibDeviceGdr(int rank, int cudaDev, const NicDistanceFn& distance) {
+  const ib::GdrSettings settings = ib::readGdrSettings();
+  Choice c = choose();
+  if (!c.decision.useIb) return ib::GdrDecision{ib::GdrMode::Staged, "no usable IB: " + c.decision.reason};
+  ib::IbPortChoice port = portFor(c, rank);
+  std::optional<ib::PciDistance> d = distance ? distance(port.port.dev, port.port.port) : std::nullopt;
+  return ib::decideGdr(settings, ib::probeGdr(port.port.dev, port.port.port, cudaDev, d));
+}
+
+}  // namespace weft
