@@ -12,7 +12,7 @@
 #include "src/bootstrap/bootstrap.h"
 #include "src/bootstrap/root.h"
 #include "src/bootstrap/wire.h"
-#include "src/util/env.h"
+#include "src/util/settings.h"
 #include "src/util/error.h"
 #include "src/util/log.h"
 
@@ -45,10 +45,10 @@ void createUniqueId(weftUniqueId* id, int64_t timeoutMs) {
   l.magic = kIdMagic;
   l.version = kVersion;
   Secret secret;
-  if (auto commId = envString("WEFT_COMM_ID")) {
+  if (auto commId = settings::get(settings::kCommId)) {
     l.root = SocketAddress::parse(*commId, "WEFT_COMM_ID");
     l.flags |= kRootAtRank0;
-    secret = secretFromText("weft-comm-id|" + l.root.str() + "|" + envString("WEFT_COMM_SECRET").value_or(""));
+    secret = secretFromText("weft-comm-id|" + l.root.str() + "|" + settings::get(settings::kCommSecret).value_or(""));
     WEFT_INFO(kBootstrap, "unique id for WEFT_COMM_ID=%s (rank 0 runs the root)", l.root.str().c_str());
   } else {
     randomBytes(secret.data(), secret.size());

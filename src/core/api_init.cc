@@ -9,13 +9,13 @@
 #include "src/core/host_stream.h"
 #include "src/exec/cuda/device_route.h"
 #include "src/util/clock.h"
-#include "src/util/env.h"
+#include "src/util/settings.h"
 
 using namespace weft;
 
 namespace {
 
-int64_t idTimeoutMs() { return envInt("WEFT_TIMEOUT_MS", 300000); }
+int64_t idTimeoutMs() { return settings::get(settings::kTimeoutMs); }
 
 // Waits (bounded) until no operation of comm is queued or running.
 bool drain(weftComm* comm, int64_t timeoutMs) {

@@ -19,7 +19,7 @@
 #include "src/topology/cost_inputs.h"
 #include "src/topology/detect.h"
 #include "src/topology/topo_file.h"
-#include "src/util/env.h"
+#include "src/util/settings.h"
 #include "src/util/error.h"
 #include "src/util/log.h"
 
@@ -52,22 +52,20 @@ std::set<const weftComm*>& registry() {
   return r;
 }
 
-constexpr int64_t kDefaultTimeoutMs = 300000;
-
-int64_t chooseTimeout(const weftConfig_t* config) {
+int64_t chooseTimeout(const settings::Config& cfg, const weftConfig_t* config) {
   if (config && config->timeoutMs != WEFT_CONFIG_UNDEF_INT) {
     if (config->timeoutMs <= 0) raise(weftInvalidArgument, "config.timeoutMs=%d must be positive", config->timeoutMs);
     return config->timeoutMs;
   }
-  int64_t t = envInt("WEFT_TIMEOUT_MS", kDefaultTimeoutMs);
+  int64_t t = cfg.get(settings::kTimeoutMs);
   if (t <= 0) raise(weftInvalidArgument, "WEFT_TIMEOUT_MS=%ld must be positive", static_cast<long>(t));
   return t;
 }
 
-plan::FifoGeometry chooseGeometry() {
+plan::FifoGeometry chooseGeometry(const settings::Config& cfg) {
   plan::FifoGeometry g;
-  int64_t slots = envInt("WEFT_NSLOTS", 8);
-  int64_t buff = envInt("WEFT_BUFFSIZE", 4 << 20);
+  int64_t slots = cfg.get(settings::kNSlots);
+  int64_t buff = cfg.get(settings::kBuffsize);
   if (slots < 2 || slots > kFifoMaxSlots)
     raise(weftInvalidArgument, "WEFT_NSLOTS=%ld must be in 2..%u", static_cast<long>(slots), kFifoMaxSlots);
   if (buff < slots * 1024 || buff > (1ll << 30))
@@ -78,8 +76,8 @@ plan::FifoGeometry chooseGeometry() {
   return g;
 }
 
-int chooseChannels(const weftConfig_t* config) {
-  int64_t n = envInt("WEFT_NCHANNELS", 1);
+int chooseChannels(const settings::Config& cfg, const weftConfig_t* config) {
+  int64_t n = cfg.get(settings::kNChannels);
   if (config && config->minCTAs != WEFT_CONFIG_UNDEF_INT && n < config->minCTAs) n = config->minCTAs;
   if (config && config->maxCTAs != WEFT_CONFIG_UNDEF_INT && n > config->maxCTAs) n = config->maxCTAs;
   if (n < 1 || n > 16) raise(weftInvalidArgument, "channel count %ld must be in 1..16 (WEFT_NCHANNELS)", static_cast<long>(n));
@@ -92,7 +90,7 @@ std::string orderText(const std::vector<int>& order) {
   return t;
 }
 
-// Issue 4: order the rings by the topology and feed the cost model from it.
+// Order the rings by the topology and feed the cost model from it.
 // Each rank places itself on its host's graph (WEFT_TOPO_FILE or detection,
 // cached per process); two small all-gathers (device node, then the host's
 // chain view) let every rank compose the same orders. A rank whose host
@@ -113,7 +111,7 @@ void setUpTopology(weftComm* comm) {
     devices[me] = topo::placeRank(*local.system, local.host, comm->cudaDev, topo::currentNumaNode(), localIndex).device;
   } catch (const Error& e) {
     problem = e.what();
-    devices[me] = envString("WEFT_TOPO_FILE") ? kFileFailed : kDetectFailed;
+    devices[me] = comm->config.get(settings::kTopoFile) ? kFileFailed : kDetectFailed;
   }
   comm->bootstrap->allGather(devices.data(), sizeof(int32_t));
   comm->peerTopoKind.assign(n, topo::PeerTopoKind::Unknown);
@@ -155,7 +153,7 @@ void setUpTopology(weftComm* comm) {
             used.c_str());
   // One writer per host: the host's first rank (threads of one process
   // would otherwise race on the same file).
-  if (auto dump = envString("WEFT_TOPO_DUMP_FILE"); dump && localIndex == 0) {
+  if (auto dump = comm->config.get(settings::kTopoDumpFile); dump && localIndex == 0) {
     topo::dumpFile(sys, *dump, used);
     WEFT_INFO(kGraph, "topology: written to %s", dump->c_str());
   }
@@ -165,15 +163,19 @@ void setUpTopology(weftComm* comm) {
 
 // Per-hop latency and bandwidth of the host transports, measured on a
 // 2-core machine (see docs/tuning.md); WEFT_TUNE_* override them.
-algo::CostInputs defaultCostInputs(int nranks, int nHosts) {
+algo::CostInputs defaultCostInputs(int nranks, int nHosts, const settings::Config& cfg) {
   algo::CostInputs c;
   c.nranks = nranks;
   c.nHosts = nHosts;
-  c.intra.latencyUs = envInt("WEFT_TUNE_SHM_LAT_NS", 3000) / 1000.0;
-  c.intra.bandwidthGBs = envInt("WEFT_TUNE_SHM_BW_MBS", 8000) / 1000.0;
-  c.inter.latencyUs = envInt("WEFT_TUNE_NET_LAT_NS", 25000) / 1000.0;
-  c.inter.bandwidthGBs = envInt("WEFT_TUNE_NET_BW_MBS", 2500) / 1000.0;
+  c.intra.latencyUs = cfg.get(settings::kTuneShmLatNs) / 1000.0;
+  c.intra.bandwidthGBs = cfg.get(settings::kTuneShmBwMbs) / 1000.0;
+  c.inter.latencyUs = cfg.get(settings::kTuneNetLatNs) / 1000.0;
+  c.inter.bandwidthGBs = cfg.get(settings::kTuneNetBwMbs) / 1000.0;
   return c;
+}
+
+algo::CostInputs defaultCostInputs(int nranks, int nHosts) {
+  return defaultCostInputs(nranks, nHosts, settings::Config::read());
 }
 
 void registerComm(weftComm* comm) {
@@ -191,31 +193,43 @@ bool isLiveComm(const weftComm* comm) {
   return registry().count(comm) > 0;
 }
 
-weftComm* createComm(const weftUniqueId& id, int nranks, int rank, const weftConfig_t* config) {
+// The steps of createComm, in the order it runs them.
+namespace {
+
+void checkArguments(int nranks, int rank, const weftConfig_t* config) {
   if (nranks < 1) raise(weftInvalidArgument, "nranks=%d must be at least 1", nranks);
   if (rank < 0 || rank >= nranks) raise(weftInvalidArgument, "rank=%d is out of range for nranks=%d", rank, nranks);
   if (config && (config->magic != WEFT_CONFIG_MAGIC || config->size < sizeof(weftConfig_t)))
     raise(weftInvalidArgument, "config was not initialised with WEFT_CONFIG_INITIALIZER");
-  setLogRank(rank);
+}
 
-  auto comm = std::make_unique<weftComm>();
-  comm->rank = rank;
-  comm->nranks = nranks;
+// The settings snapshot and what follows from it and weftConfig_t alone.
+void readConfig(weftComm* comm, const weftConfig_t* config) {
+  comm->config = settings::Config::read();
+  settings::logConfig(comm->config);
+  const settings::Config& cfg = comm->config;
   comm->name = config && config->commName ? config->commName : "comm";
-  comm->timeoutMs = chooseTimeout(config);
-  comm->geometry = chooseGeometry();
-  comm->nChannels = chooseChannels(config);
+  comm->timeoutMs = chooseTimeout(cfg, config);
+  comm->geometry = chooseGeometry(cfg);
+  comm->nChannels = chooseChannels(cfg, config);
   comm->cudaDev = cuda::currentDevice();  // -1 without CUDA or a GPU
-  comm->netName = config && config->netName ? config->netName : envString("WEFT_NET").value_or("");
+  comm->netName = config && config->netName ? config->netName : cfg.get(settings::kNet).value_or("");
   if (!comm->netName.empty() && !isNetworkTransport(comm->netName))
     raise(weftInvalidArgument, "network '%s' (config.netName / WEFT_NET) is unknown: use %s", comm->netName.c_str(),
           networkTransportNames().c_str());
+}
 
-  comm->bootstrap = Bootstrap::join(id, rank, nranks, comm->timeoutMs);
+void joinBootstrap(weftComm* comm, const weftUniqueId& id) {
+  comm->bootstrap = Bootstrap::join(id, comm->rank, comm->nranks, comm->timeoutMs);
+}
 
+void createDoorbell(weftComm* comm) {
   comm->bellSegment = ShmSegment::create("weft-bell", 4096);
   comm->bell = new (comm->bellSegment.data()) Doorbell();
+}
 
+void exchangePeerInfo(weftComm* comm) {
+  const int rank = comm->rank, nranks = comm->nranks;
   PeerInfo self;
   self.rank = rank;
   self.pid = getpid();
@@ -238,8 +252,13 @@ weftComm* createComm(const weftUniqueId& id, int nranks, int rank, const weftCon
   for (const PeerInfo& p : comm->peers)
     WEFT_INFO(kInit, "peer rank %d: host %s pid %d%s", p.rank, p.hostname, p.pid,
               p.hostHash == self.hostHash ? " (same host)" : "");
+}
 
-  comm->peerBells.assign(nranks, nullptr);
+// Same-host peers' doorbells, mapped before this rank's segment name is
+// unlinked (after the barrier every peer has mapped it).
+void mapPeerDoorbells(weftComm* comm) {
+  const PeerInfo& self = comm->peers[comm->rank];
+  comm->peerBells.assign(comm->nranks, nullptr);
   for (const PeerInfo& p : comm->peers) {
     if (p.hostHash != self.hostHash) continue;
     if (p.processHash == self.processHash && p.pid == self.pid) {
@@ -251,16 +270,21 @@ weftComm* createComm(const weftUniqueId& id, int nranks, int rank, const weftCon
   }
   comm->bootstrap->barrier();
   comm->bellSegment.unlink();
+}
 
-  weftComm* raw = comm.get();
+void watchForLostPeers(weftComm* comm) {
+  weftComm* raw = comm;
   comm->bootstrap->setPeerLostHandler([raw](int peer) {
     raw->setAsyncError(weftRemoteError, "rank " + std::to_string(peer) +
                                             " is gone: its process ended without destroying its communicator, or its "
                                             "host stopped answering (WEFT_SOCKET_DEAD_PEER_S)");
     WEFT_WARN("rank %d: peer rank %d is gone (process died or connection dropped)", raw->rank, peer);
   });
+}
 
-  const std::string algoSpec = envString("WEFT_ALGO").value_or("");
+void chooseAlgorithms(weftComm* comm) {
+  const int rank = comm->rank;
+  const std::string algoSpec = comm->config.get(settings::kAlgo).value_or("");
   comm->algoFilter = algo::parseAlgoFilter(algoSpec);
   if (std::string ignored = algo::ignoredCollectives(comm->algoFilter); !ignored.empty()) {
     // Once per communicator on rank 0 at WARN (a filter that silently did
@@ -271,65 +295,106 @@ weftComm* createComm(const weftUniqueId& id, int nranks, int rank, const weftCon
     else
       WEFT_INFO(kTune, "WEFT_ALGO=%s does not apply to %s", algoSpec.c_str(), ignored.c_str());
   }
-  comm->checkCalls = envInt("WEFT_CHECK", 0) != 0;
-  if (int64_t s = envInt("WEFT_SLICE_BYTES", 0)) {
+}
+
+// Settings that pin what every call does instead of the selector's choice.
+void readCallOverrides(weftComm* comm) {
+  const settings::Config& cfg = comm->config;
+  comm->checkCalls = cfg.get(settings::kCheck) != 0;
+  if (int64_t s = cfg.get(settings::kSliceBytes)) {
     if (s < 64 || uint64_t(s) > comm->geometry.slotBytes)
       raise(weftInvalidArgument, "WEFT_SLICE_BYTES=%ld must be between 64 and the FIFO slot (%lu bytes)",
             static_cast<long>(s), static_cast<unsigned long>(comm->geometry.slotBytes));
     comm->sliceOverride = uint64_t(s) / 64 * 64;
   }
-  if (int64_t c = envInt("WEFT_CALL_CHANNELS", 0)) {
+  if (int64_t c = cfg.get(settings::kCallChannels)) {
     if (c < 1 || c > comm->nChannels)
       raise(weftInvalidArgument, "WEFT_CALL_CHANNELS=%ld must be between 1 and the communicator's %d channel(s) "
             "(WEFT_NCHANNELS)", static_cast<long>(c), comm->nChannels);
     comm->channelsOverride = int(c);
   }
-  if (auto proto = envString("WEFT_PROTO"); proto && strcasecmp(proto->c_str(), "simple") != 0)
+}
+
+void checkProtocol(weftComm* comm) {
+  if (auto proto = comm->config.get(settings::kProto); proto && strcasecmp(proto->c_str(), "simple") != 0)
     raise(weftInvalidArgument, "WEFT_PROTO=%s: host buffers use the Simple protocol only", proto->c_str());
+}
+
+// hostOf (hosts numbered in order of their first rank) and whether this
+// host runs more ranks than this process has CPUs. Returns the host count.
+int placeOnHosts(weftComm* comm) {
+  const PeerInfo& self = comm->peers[comm->rank];
   std::vector<uint64_t> hosts;
   for (const PeerInfo& p : comm->peers) {
     size_t h = std::find(hosts.begin(), hosts.end(), p.hostHash) - hosts.begin();
     if (h == hosts.size()) hosts.push_back(p.hostHash);
     comm->hostOf.push_back(static_cast<int>(h));
   }
-  {
-    cpu_set_t cpus;
-    int ncpu = sched_getaffinity(0, sizeof(cpus), &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
-    int local = 0;
-    for (const PeerInfo& p : comm->peers) local += p.hostHash == self.hostHash;
-    comm->oversubscribed = local > ncpu;
-  }
-  comm->costBase = defaultCostInputs(nranks, static_cast<int>(hosts.size()));
-  setUpTopology(comm.get());
-  if (auto tune = envString("WEFT_TUNE_FILE")) loadTuneFile(*tune, &comm->costBase);
-  {
-    // Every rank must pick the same algorithm for a call: all use rank 0's
-    // constants, whatever each one read.
-    std::vector<algo::CostInputs> all(nranks);
-    all[rank] = comm->costBase;
-    comm->bootstrap->allGather(all.data(), sizeof(algo::CostInputs));
-    comm->costBase = all[0];
-    comm->costBase.nranks = nranks;
-    comm->costBase.nHosts = static_cast<int>(hosts.size());
-    comm->costBase.maxChannels = comm->nChannels;
-    const algo::CostInputs& c = comm->costBase;
-    if (c.measuredRanks > 0 && (c.measuredRanks != c.nranks || c.measuredHosts != c.nHosts))
-      WEFT_INFO(kTune, "tune file curves were measured on %d rank(s) over %d host(s), not %d over %d: "
-                "AllReduce uses the fitted constants", c.measuredRanks, c.measuredHosts, c.nranks, c.nHosts);
-    else if (c.measuredRanks > 0)
-      WEFT_INFO(kTune, "AllReduce algorithm choice follows the tune file's measured curves");
-  }
+  cpu_set_t cpus;
+  int ncpu = sched_getaffinity(0, sizeof(cpus), &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
+  int local = 0;
+  for (const PeerInfo& p : comm->peers) local += p.hostHash == self.hostHash;
+  comm->oversubscribed = local > ncpu;
+  return static_cast<int>(hosts.size());
+}
 
+void placeOnTopology(weftComm* comm, int nHosts) {
+  comm->costBase = defaultCostInputs(comm->nranks, nHosts, comm->config);
+  setUpTopology(comm);
+  if (auto tune = comm->config.get(settings::kTuneFile)) loadTuneFile(*tune, &comm->costBase);
+}
+
+// Every rank must pick the same algorithm for a call: all use rank 0's
+// constants, whatever each one read.
+void agreeOnCosts(weftComm* comm, int nHosts) {
+  std::vector<algo::CostInputs> all(comm->nranks);
+  all[comm->rank] = comm->costBase;
+  comm->bootstrap->allGather(all.data(), sizeof(algo::CostInputs));
+  comm->costBase = all[0];
+  comm->costBase.nranks = comm->nranks;
+  comm->costBase.nHosts = nHosts;
+  comm->costBase.maxChannels = comm->nChannels;
+  const algo::CostInputs& c = comm->costBase;
+  if (c.measuredRanks > 0 && (c.measuredRanks != c.nranks || c.measuredHosts != c.nHosts))
+    WEFT_INFO(kTune, "tune file curves were measured on %d rank(s) over %d host(s), not %d over %d: "
+              "AllReduce uses the fitted constants", c.measuredRanks, c.measuredHosts, c.nranks, c.nHosts);
+  else if (c.measuredRanks > 0)
+    WEFT_INFO(kTune, "AllReduce algorithm choice follows the tune file's measured curves");
+}
+
+// The ring every channel's plans will use (launch.cc passes channel 0's
+// order as CollArgs.order), connected up front.
+void connectRings(weftComm* comm) {
   comm->plans = std::make_unique<PlanCache>();
-  comm->connections = std::make_unique<Connections>(raw);
-  // The ring every channel's plans will use (launch.cc passes channel 0's
-  // order as CollArgs.order), connected up front.
-  std::vector<int> order(nranks);
+  comm->connections = std::make_unique<Connections>(comm);
+  std::vector<int> order(comm->nranks);
   std::iota(order.begin(), order.end(), 0);
   if (!comm->ringOrders.empty()) order = comm->ringOrders[0];
   comm->connections->ensureRing(order, comm->nChannels);
+}
 
-  registerComm(raw);
+}  // namespace
+
+weftComm* createComm(const weftUniqueId& id, int nranks, int rank, const weftConfig_t* config) {
+  checkArguments(nranks, rank, config);
+  setLogRank(rank);
+  auto comm = std::make_unique<weftComm>();
+  comm->rank = rank;
+  comm->nranks = nranks;
+  readConfig(comm.get(), config);
+  joinBootstrap(comm.get(), id);
+  createDoorbell(comm.get());
+  exchangePeerInfo(comm.get());
+  mapPeerDoorbells(comm.get());
+  watchForLostPeers(comm.get());
+  chooseAlgorithms(comm.get());
+  readCallOverrides(comm.get());
+  checkProtocol(comm.get());
+  const int nHosts = placeOnHosts(comm.get());
+  placeOnTopology(comm.get(), nHosts);
+  agreeOnCosts(comm.get(), nHosts);
+  connectRings(comm.get());
+  registerComm(comm.get());
   return comm.release();
 }
 

@@ -16,6 +16,7 @@
 #include "src/kernels/reduce.h"
 #include "src/topology/comm_topo.h"
 #include "src/topology/rings.h"
+#include "src/util/settings.h"
 #include "transports/registry.h"
 #include "transports/shm/shm_segment.h"
 #include "transports/transport.h"
@@ -44,6 +45,8 @@ struct weftComm {
   int rank = 0;
   int nranks = 1;
   int cudaDev = -1;
+  // The WEFT_* settings as they stood when the communicator was created.
+  weft::settings::Config config;
   std::string name;  // config.commName or "comm"
   std::string netName;  // "", "Socket" or "IB" (config.netName, else WEFT_NET)
   int64_t timeoutMs = 0;
@@ -133,7 +136,9 @@ void registerComm(weftComm* comm);
 void unregisterComm(weftComm* comm);
 bool isLiveComm(const weftComm* comm);
 
-// The cost model's inputs for this machine's transports.
+// The cost model's inputs for this machine's transports (WEFT_TUNE_* from
+// config, or from the settings as they stand now).
+algo::CostInputs defaultCostInputs(int nranks, int nHosts, const settings::Config& config);
 algo::CostInputs defaultCostInputs(int nranks, int nHosts);
 
 // Builds and connects a communicator (the work of weftCommInitRank).

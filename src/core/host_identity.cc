@@ -4,7 +4,7 @@
 
 #include <fstream>
 
-#include "src/util/env.h"
+#include "src/util/settings.h"
 
 namespace weft {
 
@@ -25,7 +25,7 @@ std::string hostName() {
 }
 
 uint64_t hostHash() {
-  if (auto id = envString("WEFT_HOSTID")) return fnv1a(id->data(), id->size());
+  if (auto id = settings::get(settings::kHostId)) return fnv1a(id->data(), id->size());
   std::string key = hostName();
   std::ifstream boot("/proc/sys/kernel/random/boot_id");
   std::string bootId;

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "src/kernels/loop_table.h"
-#include "src/util/env.h"
+#include "src/util/settings.h"
 #include "src/util/error.h"
 
 namespace weft::kernels {
@@ -108,7 +108,7 @@ SimdLevel defaultSimdLevel() {
   static const SimdLevel kLevels[] = {SimdLevel::Scalar, SimdLevel::Sse2, SimdLevel::Avx2, SimdLevel::Avx512};
   static const char* const kNames[] = {"scalar", "sse2", "avx2", "avx512"};
   int cap = kNumSimdLevels - 1;
-  if (auto requested = envString("WEFT_SIMD")) {
+  if (auto requested = settings::get(settings::kSimd)) {
     cap = -1;
     for (int i = 0; i < kNumSimdLevels; ++i)
       if (*requested == kNames[i]) cap = i;

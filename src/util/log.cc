@@ -10,6 +10,8 @@
 #include <mutex>
 #include <string>
 
+#include "src/util/settings.h"
+
 namespace weft {
 namespace {
 
@@ -66,14 +68,16 @@ FILE* openLogFile(const char* pattern) {
 LogConfig& config() {
   static LogConfig cfg = [] {
     LogConfig c;
-    if (const char* lvl = getenv("WEFT_DEBUG")) {
+    // settings::get does not log, so reading settings here cannot recurse.
+    if (auto level = settings::get(settings::kDebug)) {
+      const char* lvl = level->c_str();
       if (!strcasecmp(lvl, "WARN")) c.level = LogLevel::Warn;
       else if (!strcasecmp(lvl, "INFO")) c.level = LogLevel::Info;
       else if (!strcasecmp(lvl, "TRACE")) c.level = LogLevel::Trace;
       else if (!strcasecmp(lvl, "VERSION")) c.level = LogLevel::Warn;
     }
-    if (const char* sub = getenv("WEFT_DEBUG_SUBSYS")) c.subsys = parseSubsys(sub);
-    if (const char* file = getenv("WEFT_DEBUG_FILE")) c.out = openLogFile(file);
+    if (auto sub = settings::get(settings::kDebugSubsys)) c.subsys = parseSubsys(sub->c_str());
+    if (auto file = settings::get(settings::kDebugFile)) c.out = openLogFile(file->c_str());
     return c;
   }();
   return cfg;

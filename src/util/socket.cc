@@ -15,7 +15,7 @@
 #include <cstring>
 #include <thread>
 
-#include "src/util/env.h"
+#include "src/util/settings.h"
 #include "src/util/error.h"
 #include "src/util/log.h"
 
@@ -194,12 +194,12 @@ NetInterface pickInterface(const std::vector<NetInterface>& all, const std::stri
 }
 
 NetInterface chooseInterface() {
-  auto filter = envString("WEFT_SOCKET_IFNAME");
+  auto filter = settings::get(settings::kSocketIfname);
   // The root's address, parsed quietly: a malformed WEFT_COMM_ID is
   // reported where the id is made; here it only gives no hint.
   SocketAddress root;
   memset(&root, 0, sizeof(root));
-  if (auto id = envString("WEFT_COMM_ID")) {
+  if (auto id = settings::get(settings::kCommId)) {
     size_t end = id->rfind(':');
     if (end == std::string::npos) end = id->size();
     size_t begin = 0;
@@ -230,7 +230,7 @@ void Socket::shutdownBoth() {
 }
 
 int socketBufferBytes() {
-  static const int bytes = static_cast<int>(envInt("WEFT_SOCKET_BUFFSIZE", 4 << 20));
+  static const int bytes = static_cast<int>(settings::get(settings::kSocketBuffsize));
   return bytes;
 }
 
@@ -240,7 +240,7 @@ static void setNonBlocking(int fd) {
 }
 
 static int deadPeerSeconds() {
-  static const int s = static_cast<int>(envInt("WEFT_SOCKET_DEAD_PEER_S", 30));
+  static const int s = static_cast<int>(settings::get(settings::kSocketDeadPeerS));
   return s;
 }
 

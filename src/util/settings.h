@@ -1,0 +1,115 @@
+// The WEFT_* settings: declared once in settings_table.h, read through typed
+// handles (settings::kNSlots), so a misspelt name does not compile.
+//
+// A value comes from, in rising precedence: the table's default,
+// /etc/weft.conf, ~/.weft.conf, the file WEFT_CONF_FILE names, the
+// environment. An empty value counts as unset. A malformed value is an
+// error naming the variable (and the file and line it came from), raised
+// when the value is read, never a silent default.
+//
+// A communicator takes a Config snapshot when it is created and reads its
+// settings from it (tests change variables between communicators); code
+// with no communicator reads the current value with settings::get.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace weft::settings {
+
+enum class Type { Int, Bool, String };
+enum class Scope { Comm, Process, Launch };
+
+struct Info {
+  const char* name;
+  Type type;
+  const char* defaultValue;  // nullptr: unset
+  Scope scope;
+  const char* doc;
+};
+
+enum class Id : int {
+#define WEFT_SETTING(handle, name, type, def, scope, doc) handle,
+#include "src/util/settings_table.h"
+#undef WEFT_SETTING
+};
+
+inline constexpr Info kTable[] = {
+#define WEFT_SETTING(handle, name, type, def, scope, doc) {name, Type::type, def, Scope::scope, doc},
+#include "src/util/settings_table.h"
+#undef WEFT_SETTING
+};
+inline constexpr int kCount = static_cast<int>(std::size(kTable));
+
+template <Type T>
+struct Handle {
+  Id id;
+};
+using IntSetting = Handle<Type::Int>;
+using BoolSetting = Handle<Type::Bool>;
+using StringSetting = Handle<Type::String>;
+
+#define WEFT_SETTING(handle, name, type, def, scope, doc) inline constexpr Handle<Type::type> handle{Id::handle};
+#include "src/util/settings_table.h"
+#undef WEFT_SETTING
+
+inline const Info& info(Id id) { return kTable[static_cast<int>(id)]; }
+inline std::span<const Info> all() { return kTable; }
+const Info* find(std::string_view name);
+const char* toString(Type type);
+const char* toString(Scope scope);
+
+// Where a value came from.
+struct Source {
+  enum Kind { Default, Environment, File } kind = Default;
+  std::string file;  // Kind::File
+  int line = 0;
+  std::string describe() const;  // "default", "environment", "/etc/weft.conf line 3"
+};
+
+struct Value {
+  std::optional<std::string> text;  // nullopt: unset
+  Source source;
+};
+
+class Config {
+ public:
+  // Every setting as it stands now (environment over files over defaults).
+  // Re-reads the settings files; what they say is also what settings::get
+  // sees from then on.
+  static Config read();
+
+  int64_t get(IntSetting h) const;
+  bool get(BoolSetting h) const;
+  std::optional<std::string> get(StringSetting h) const;
+  const Value& value(Id id) const { return values_[static_cast<int>(id)]; }
+
+  // "WEFT_NSLOTS=4 (environment)" for every setting not at its default.
+  std::vector<std::string> sourceLines() const;
+  // Problems in the settings files: unknown names, malformed lines.
+  const std::vector<std::string>& fileWarnings() const { return warnings_; }
+
+ private:
+  std::array<Value, kCount> values_;
+  std::vector<std::string> warnings_;
+};
+
+// WARN for each settings-file problem (once per process), INFO (subsystem
+// ENV) for where each value that is not a default came from.
+void logConfig(const Config& config);
+
+// The current value, for code outside any communicator (cache it where the
+// meaning is "once per process").
+int64_t get(IntSetting h);
+bool get(BoolSetting h);
+std::optional<std::string> get(StringSetting h);
+
+// Replaces /etc/weft.conf and ~/.weft.conf (tests); nullopt restores them.
+void setFilePathsForTesting(std::optional<std::vector<std::string>> paths);
+
+}  // namespace weft::settings
