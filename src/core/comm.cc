@@ -287,8 +287,7 @@ weftComm* createComm(const weftUniqueId& id, int nranks, int rank, const weftCon
             "(WEFT_NCHANNELS)", static_cast<long>(c), comm->nChannels);
     comm->channelsOverride = int(c);
   }
-  if (auto proto = envString("WEFT_PROTO"); proto && strcasecmp(proto->c_str(), "simple") != 0)
-    raise(weftInvalidArgument, "WEFT_PROTO=%s: host buffers use the Simple protocol only", proto->c_str());
+  comm->protoFilter = algo::parseProtoFilter(envString("WEFT_PROTO").value_or(""));
   std::vector<uint64_t> hosts;
   for (const PeerInfo& p : comm->peers) {
     size_t h = std::find(hosts.begin(), hosts.end(), p.hostHash) - hosts.begin();
