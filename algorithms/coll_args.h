@@ -25,6 +25,9 @@ struct CollArgs {
   // Per-channel ring orders (channel c uses channelOrders[c % size]), so
   // channels can take different paths (NICs); empty = `order` for all.
   std::vector<std::vector<int>> channelOrders;
+  // The host of each rank (any ids; equal ids share a host), for algorithms
+  // that shape themselves to hosts; empty = one rank per host.
+  std::vector<int> hostOf;
 };
 
 }  // namespace weft::algo

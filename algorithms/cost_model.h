@@ -1,6 +1,8 @@
 // Cost model: an estimate of a collective's time per algorithm, from the
-// per-hop latency and bandwidth of the links it crosses. Formulas are in
-// docs/tuning.md; they only need to rank algorithms, not predict to the µs.
+// per-hop latency and bandwidth of the links it crosses. Each algorithm's
+// analytic terms are its registry entry's (algorithms/registry.h); this file
+// adds calibration and the measured curves. Formulas are in docs/tuning.md;
+// they only need to rank algorithms, not predict to the µs.
 #pragma once
 
 #include <cstdint>
@@ -10,14 +12,31 @@
 
 namespace weft::algo {
 
-enum class Algo : uint8_t { Ring, Tree, DoubleTree };
-constexpr int kNumAlgos = 3;
-const char* algoName(Algo a);
-bool algoSupports(Algo a, plan::Coll c);
+// An algorithm: an index into the registry (algorithms/registry.h). The
+// built-ins come first, in this order, on every rank; other entries follow
+// in the order they are registered.
+enum class AlgoId : uint8_t {};
+inline constexpr AlgoId kRing{0};        // "ring"
+inline constexpr AlgoId kBinaryTree{1};  // "binarytree": one binary tree
+inline constexpr AlgoId kDoubleTree{2};  // "tree": NCCL's double binary tree
+// Registry capacity: CostInputs holds a calibration slot for each, so that
+// it stays trivially copyable (it is all-gathered as bytes at init).
+constexpr int kMaxAlgos = 8;
+constexpr int index(AlgoId a) { return static_cast<int>(a); }
 
 struct LinkParams {
   double latencyUs = 1.0;
   double bandwidthGBs = 10.0;  // GB/s = bytes per ns
+};
+
+// Calibration of one algorithm (tools/weft-tune), measured on the running
+// machine: a fixed cost per call, a factor on the bytes term, and measured
+// AllReduce times. The defaults leave the analytic model as it is, so an
+// algorithm nobody calibrated is estimated by its formulas alone.
+struct AlgoCalibration {
+  double baseUs = 0;
+  double bwScale = 1;
+  MeasuredCurve measured;
 };
 
 struct CostInputs {
@@ -27,36 +46,42 @@ struct CostInputs {
                        // AllGather receive total, ReduceScatter send total
   LinkParams intra;    // within a host (shm)
   LinkParams inter;    // between hosts (network)
-  // Calibration (tools/weft-tune): a fixed cost per call and a factor on
-  // the bytes term, per algorithm, measured on the running machine. The
-  // defaults (0 and 1) leave the analytic model as it is.
-  double baseUs[kNumAlgos] = {0, 0, 0};
-  double bwScale[kNumAlgos] = {1, 1, 1};
   // Channels a call may use (connections exist for this many), and the
   // bandwidth one channel can carry (0: one channel reaches the link's; then
   // more channels only add per-slice costs, as on one host's shared memory
   // where one executor thread does every channel's copies).
   int maxChannels = 1;
   double channelBwGBs = 0;
-  // Measured AllReduce curves (tools/weft-tune), valid for communicators of
-  // exactly measuredRanks ranks on measuredHosts hosts; 0: none.
+  // Measured AllReduce curves (AlgoCalibration::measured) are valid for
+  // communicators of exactly measuredRanks ranks on measuredHosts hosts; 0: none.
   int measuredRanks = 0;
   int measuredHosts = 0;
-  MeasuredCurve measured[kNumAlgos];
+  // Per algorithm, indexed by AlgoId; every slot starts neutral.
+  AlgoCalibration calib[kMaxAlgos];
+
+  AlgoCalibration& calibration(AlgoId a) { return calib[index(a)]; }
+  const AlgoCalibration& calibration(AlgoId a) const { return calib[index(a)]; }
 };
 
-// Whether estimateUs reads AllReduce times from in.measured[a].
-bool usesMeasuredCurve(plan::Coll c, Algo a, const CostInputs& in);
+// An algorithm's analytic estimate in two parts, so that calibration can
+// scale the bytes term alone.
+struct CostTerms {
+  double latUs;
+  double bytesUs;
+};
+
+// Whether estimateUs reads AllReduce times from a's measured curve.
+bool usesMeasuredCurve(plan::Coll c, AlgoId a, const CostInputs& in);
 
 // Estimated microseconds; +infinity when `a` does not implement `c`:
 // baseUs + latency term + bwScale x bytes term, or the measured curve where
 // one matches the communicator (usesMeasuredCurve).
-double estimateUs(plan::Coll c, Algo a, const CostInputs& in);
+double estimateUs(plan::Coll c, AlgoId a, const CostInputs& in);
 // The link a call's steps wait on: per-hop latency and bandwidth (bytes/µs).
 double hopLatencyUs(const CostInputs& in);
 double linkBytesPerUs(const CostInputs& in);
 // The analytic model's two terms alone (calibration fits against them).
-double latencyTermUs(plan::Coll c, Algo a, const CostInputs& in);
-double bytesTermUs(plan::Coll c, Algo a, const CostInputs& in);
+double latencyTermUs(plan::Coll c, AlgoId a, const CostInputs& in);
+double bytesTermUs(plan::Coll c, AlgoId a, const CostInputs& in);
 
 }  // namespace weft::algo

@@ -60,11 +60,11 @@ std::array<std::vector<int>, 2> doubleTreeParents(const std::vector<int>& hostOf
   return parent;
 }
 
-plan::Plan buildDoubleTree(const CollArgs& a, const std::vector<int>& hostOfIn) {
+plan::Plan buildDoubleTree(const CollArgs& a) {
   validateArgs(a);
   if (a.coll != plan::Coll::AllReduce)
     raise(weftInvalidArgument, "double tree: %s is not implemented", plan::collName(a.coll));
-  std::vector<int> hostOf = hostOfIn;
+  std::vector<int> hostOf = a.hostOf;
   if (hostOf.empty())
     for (int r = 0; r < a.nranks; r++) hostOf.push_back(r);
   if (int(hostOf.size()) != a.nranks)

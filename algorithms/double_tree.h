@@ -28,7 +28,8 @@ std::array<std::vector<int>, 2> doubleTreeParents(const std::vector<int>& hostOf
 std::vector<int> mirrorTreeParents(int n);
 
 // AllReduce: each channel's slice split in two halves, the first on tree 0
-// (conn 2c), the second on tree 1 (conn 2c+1). Empty hostOf = one rank per host.
-plan::Plan buildDoubleTree(const CollArgs& a, const std::vector<int>& hostOf = {});
+// (conn 2c), the second on tree 1 (conn 2c+1). The trees follow a.hostOf;
+// empty: one rank per host.
+plan::Plan buildDoubleTree(const CollArgs& a);
 
 }  // namespace weft::algo

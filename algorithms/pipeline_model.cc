@@ -4,9 +4,11 @@
 #include <cmath>
 #include <limits>
 
+#include "algorithms/registry.h"
+
 namespace weft::algo {
 
-double pipelinedUs(plan::Coll c, Algo a, const CostInputs& in, int channels, uint64_t sliceBytes) {
+double pipelinedUs(plan::Coll c, AlgoId a, const CostInputs& in, int channels, uint64_t sliceBytes) {
   if (!algoSupports(a, c)) return std::numeric_limits<double>::infinity();
   const int n = std::max(in.nranks, 1);
   if (n == 1) return in.intra.latencyUs;
@@ -15,24 +17,23 @@ double pipelinedUs(plan::Coll c, Algo a, const CostInputs& in, int channels, uin
   // The bytes term at the bandwidth these channels reach.
   const double W = linkBytesPerUs(in);
   const double reach = in.channelBwGBs > 0 ? std::min(W, ch * 1e3 * in.channelBwGBs) : W;
-  const double bytesUs = bytesTermUs(c, a, in) * in.bwScale[static_cast<int>(a)] * W / std::max(reach, 1e-9);
+  const AlgoCalibration& cal = in.calibration(a);
+  const double bytesUs = bytesTermUs(c, a, in) * cal.bwScale * W / std::max(reach, 1e-9);
   const double perChannel = double(in.bytes) / ch;
   const double slice = double(std::max<uint64_t>(sliceBytes, 1));
-  const bool ring = a == Algo::Ring && (c == plan::Coll::AllReduce || c == plan::Coll::ReduceScatter ||
-                                        c == plan::Coll::AllGather);
-  if (ring) {
+  const auto ringSteps = algoInfo(a).ringSteps;
+  if (const double steps = ringSteps ? ringSteps(c, n) : 0.0; steps > 0) {
     // Steps in sequence, each moving one block per rank in S slices.
-    const double steps = c == plan::Coll::AllReduce ? 2.0 * (n - 1) : double(n - 1);
     const double S = std::max(1.0, std::ceil(perChannel / n / slice));
-    return in.baseUs[static_cast<int>(a)] + steps * S * ch * L + bytesUs;
+    return cal.baseUs + steps * S * ch * L + bytesUs;
   }
   // A pipeline: depth in hops from the model's latency term.
   const double depth = std::max(1.0, std::round(latencyTermUs(c, a, in) / std::max(L, 1e-9)));
   const double S = std::max(1.0, std::ceil(perChannel / slice));
-  return in.baseUs[static_cast<int>(a)] + (depth + S - 1) * (ch * L + bytesUs / S);
+  return cal.baseUs + (depth + S - 1) * (ch * L + bytesUs / S);
 }
 
-CallShape shapeCall(plan::Coll c, Algo a, const CostInputs& in, const plan::FifoGeometry& g) {
+CallShape shapeCall(plan::Coll c, AlgoId a, const CostInputs& in, const plan::FifoGeometry& g) {
   CallShape best;
   best.sliceBytes = g.slotBytes;
   best.us = std::numeric_limits<double>::infinity();

@@ -20,7 +20,7 @@ constexpr uint64_t kMinSliceBytes = 4096;
 
 // Microseconds for `a` to run `c` on in.bytes with this many channels and
 // this slice, by the pipeline model.
-double pipelinedUs(plan::Coll c, Algo a, const CostInputs& in, int channels, uint64_t sliceBytes);
+double pipelinedUs(plan::Coll c, AlgoId a, const CostInputs& in, int channels, uint64_t sliceBytes);
 
 struct CallShape {
   int nChannels = 1;
@@ -31,6 +31,6 @@ struct CallShape {
 // The channel count (1..in.maxChannels) and slice (the FIFO's slot, halved
 // down to kMinSliceBytes) with the least pipelined time; ties go to fewer
 // channels and larger slices.
-CallShape shapeCall(plan::Coll c, Algo a, const CostInputs& in, const plan::FifoGeometry& g);
+CallShape shapeCall(plan::Coll c, AlgoId a, const CostInputs& in, const plan::FifoGeometry& g);
 
 }  // namespace weft::algo

@@ -4,19 +4,6 @@
 
 namespace weft::plan {
 
-const char* collName(Coll c) {
-  switch (c) {
-    case Coll::AllReduce: return "AllReduce";
-    case Coll::ReduceScatter: return "ReduceScatter";
-    case Coll::AllGather: return "AllGather";
-    case Coll::Broadcast: return "Broadcast";
-    case Coll::Reduce: return "Reduce";
-    case Coll::SendRecv: return "SendRecv";
-    case Coll::AllToAll: return "AllToAll";
-  }
-  return "?";
-}
-
 Step send(int peer, Buf src, uint64_t srcOff, uint64_t count, uint8_t flags, uint8_t conn) {
   Step s;
   s.nSend = 1;

@@ -33,6 +33,8 @@ using weft::FifoGeometry;
 using weft::pieceElems;
 
 enum class Coll : uint8_t { AllReduce, ReduceScatter, AllGather, Broadcast, Reduce, SendRecv, AllToAll };
+// Display name ("AllReduce"); the rest of a collective's facts are in
+// algorithms/collectives.h.
 const char* collName(Coll c);
 
 // Which buffer a step reads or writes. Send/Recv are the user's buffers of

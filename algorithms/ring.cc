@@ -1,5 +1,7 @@
 #include "algorithms/ring.h"
 
+#include "algorithms/collectives.h"
+
 #include "algorithms/partition.h"
 #include "src/util/error.h"
 
@@ -129,8 +131,7 @@ void reduceChain(ChannelPlan& ch, const RingPos& r, int root, Range s, uint8_t c
 
 Plan singleRank(const CollArgs& a) {
   Plan p = emptyPlan(a);
-  bool reduces = a.coll == plan::Coll::AllReduce || a.coll == plan::Coll::ReduceScatter || a.coll == plan::Coll::Reduce;
-  uint8_t flags = reduces ? (kPreOp | kPostOp) : 0;
+  uint8_t flags = plan::collInfo(a.coll).reduces ? (kPreOp | kPostOp) : 0;
   int nch = usableChannels(a.nChannels, a.count);
   for (int c = 0; c < nch; c++) {
     Range s = evenPart(a.count, nch, c);

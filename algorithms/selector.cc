@@ -1,90 +1,34 @@
 #include "algorithms/selector.h"
 
-#include <cctype>
 #include <limits>
-#include <sstream>
 
+#include "algorithms/registry.h"
 #include "src/util/error.h"
 
 namespace weft::algo {
 
 AlgoFilter::AlgoFilter() {
-  for (auto& row : allowed) row.fill(true);
+  for (auto& s : allowed) s.set();
 }
-
-namespace {
-
-std::string lower(std::string s) {
-  for (auto& ch : s) ch = char(std::tolower(static_cast<unsigned char>(ch)));
-  return s;
-}
-
-std::string trim(const std::string& s) {
-  size_t a = s.find_first_not_of(" \t"), b = s.find_last_not_of(" \t");
-  return a == std::string::npos ? "" : s.substr(a, b - a + 1);
-}
-
-int collIndex(const std::string& name) {
-  const char* names[] = {"allreduce", "reducescatter", "allgather", "broadcast", "reduce", "sendrecv", "alltoall"};
-  for (int i = 0; i < 7; i++)
-    if (name == names[i]) return i;
-  raise(weftInvalidArgument, "WEFT_ALGO: unknown collective '%s'", name.c_str());
-}
-
-// The algorithms a list allows: names, or all but the names after '^'.
-std::array<bool, kNumAlgos> parseList(const std::string& listIn) {
-  std::string list = trim(listIn);
-  bool exclude = !list.empty() && list[0] == '^';
-  if (exclude) list = list.substr(1);
-  std::array<bool, kNumAlgos> named{};
-  std::stringstream ss(list);
-  std::string tok;
-  while (std::getline(ss, tok, ',')) {
-    tok = lower(trim(tok));
-    if (tok.empty()) continue;
-    bool found = false;
-    for (int a = 0; a < kNumAlgos; a++)
-      if (tok == algoName(Algo(a))) named[a] = found = true;
-    if (!found) raise(weftInvalidArgument, "WEFT_ALGO: unknown algorithm '%s'", tok.c_str());
-  }
-  if (exclude)
-    for (auto& v : named) v = !v;
-  return named;
-}
-
-}  // namespace
 
 AlgoFilter parseAlgoFilter(const std::string& spec) {
+  auto lookup = [](const std::string& name) {
+    if (auto a = findAlgo(name)) return index(*a);
+    return kUnknownName;
+  };
+  SelectionList list = parseSelectionList(spec, "WEFT_ALGO", "algorithm", algoCount(), lookup);
   AlgoFilter f;
-  if (trim(spec).empty()) return f;
-  std::stringstream ss(spec);
-  std::string part;
-  std::array<bool, 7> specific{};
-  std::array<bool, kNumAlgos> general;
-  general.fill(true);
-  while (std::getline(ss, part, ';')) {
-    part = trim(part);
-    if (part.empty()) continue;
-    size_t colon = part.find(':');
-    if (colon == std::string::npos) {
-      general = parseList(part);
-    } else {
-      int c = collIndex(lower(trim(part.substr(0, colon))));
-      f.allowed[c] = parseList(part.substr(colon + 1));
-      specific[c] = true;
-    }
-  }
-  for (int c = 0; c < 7; c++) {
-    if (specific[c]) continue;
-    f.allowed[c] = general;
+  for (int c = 0; c < plan::kNumColls; c++) {
+    f.allowed[c] = list.allowed[c];
+    if (list.specific[c]) continue;
     bool implementable = false, allowedOne = false;
-    for (int a = 0; a < kNumAlgos; a++) {
-      const bool supports = algoSupports(Algo(a), plan::Coll(c));
+    for (int a = 0; a < algoCount(); a++) {
+      const bool supports = algoSupports(AlgoId(a), plan::Coll(c));
       implementable |= supports;
-      allowedOne |= supports && general[a];
+      allowedOne |= supports && list.general.test(size_t(a));
     }
     if (implementable && !allowedOne) {
-      f.allowed[c].fill(true);
+      f.allowed[c].set();
       f.generalIgnored[c] = true;
     }
   }
@@ -93,7 +37,7 @@ AlgoFilter parseAlgoFilter(const std::string& spec) {
 
 std::string ignoredCollectives(const AlgoFilter& f) {
   std::string out;
-  for (int c = 0; c < 7; c++)
+  for (int c = 0; c < plan::kNumColls; c++)
     if (f.generalIgnored[c]) {
       if (!out.empty()) out += ", ";
       out += plan::collName(plan::Coll(c));
@@ -101,21 +45,39 @@ std::string ignoredCollectives(const AlgoFilter& f) {
   return out;
 }
 
-Algo selectAlgo(plan::Coll c, const CostInputs& in, const AlgoFilter& f) {
+AlgoId selectAlgo(plan::Coll c, const CostInputs& in, const AlgoFilter& f) {
   double best = std::numeric_limits<double>::infinity();
   int pick = -1;
-  for (int a = 0; a < kNumAlgos; a++) {
-    if (!f.allowed[int(c)][a] || !algoSupports(Algo(a), c)) continue;
-    double t = estimateUs(c, Algo(a), in);
+  for (int a = 0; a < algoCount(); a++) {
+    if (!f.allows(c, AlgoId(a)) || !algoSupports(AlgoId(a), c)) continue;
+    double t = estimateUs(c, AlgoId(a), in);
     if (t < best) best = t, pick = a;
   }
   if (pick < 0) raise(weftInvalidUsage, "WEFT_ALGO allows no algorithm that implements %s", plan::collName(c));
-  return Algo(pick);
+  return AlgoId(pick);
 }
 
-CallChoice selectCall(plan::Coll c, const CostInputs& in, const AlgoFilter& f, const plan::FifoGeometry& g) {
+CallChoice selectCall(plan::Coll c, const CostInputs& in, const AlgoFilter& f, const plan::FifoGeometry& g,
+                      const ProtoFilter& protos) {
+  // Every allowed pair; ties keep the earlier algorithm, then the earlier
+  // protocol, so that a protocol without a cost adjustment never changes
+  // which algorithm wins.
+  double best = std::numeric_limits<double>::infinity();
   CallChoice choice;
-  choice.algo = selectAlgo(c, in, f);
+  bool anyAlgo = false, found = false;
+  for (int a = 0; a < algoCount(); a++) {
+    const AlgoId id = AlgoId(a);
+    if (!f.allows(c, id) || !algoSupports(id, c)) continue;
+    anyAlgo = true;
+    for (int p = 0; p < protoCount(); p++) {
+      const ProtoId proto = ProtoId(p);
+      if (!protos.allows(c, proto) || !protoSupports(proto, c, id)) continue;
+      const double t = protoEstimateUs(c, id, proto, in);
+      if (!found || t < best) best = t, choice.algo = id, choice.proto = proto, found = true;
+    }
+  }
+  if (!anyAlgo) raise(weftInvalidUsage, "WEFT_ALGO allows no algorithm that implements %s", plan::collName(c));
+  if (!found) raise(weftInvalidUsage, "WEFT_PROTO allows no protocol that runs %s", plan::collName(c));
   choice.shape = shapeCall(c, choice.algo, in, g);
   return choice;
 }

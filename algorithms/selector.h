@@ -1,9 +1,10 @@
-// Algorithm selection: the cheapest algorithm by the cost model among those
-// WEFT_ALGO allows.
+// Selection: for each call, the cheapest (algorithm, protocol) by the cost
+// model among those WEFT_ALGO and WEFT_PROTO allow, then its channels and
+// slice by the pipeline model.
 //
-// WEFT_ALGO syntax: a list of names ("ring,tree"), or an exclusion list
-// ("^tree"), optionally per collective after a ';':
-// "ring;allreduce:tree,ring". Names: ring, tree (double binary tree),
+// WEFT_ALGO and WEFT_PROTO take NCCL-style lists (selection_list.h):
+// "ring,tree", "^tree", "ring;allreduce:tree,ring". Algorithm names are the
+// registry's (algorithms/registry.h): ring, tree (double binary tree),
 // binarytree. A collective without its own entry uses the general one.
 #pragma once
 
@@ -13,19 +14,22 @@
 #include "algorithms/cost_model.h"
 #include "algorithms/pipeline_model.h"
 #include "algorithms/plan.h"
+#include "algorithms/protocols.h"
+#include "algorithms/selection_list.h"
 
 namespace weft::algo {
 
 struct AlgoFilter {
-  // allowed[coll][algo]; all true when WEFT_ALGO is unset.
-  std::array<std::array<bool, kNumAlgos>, 7> allowed;
+  // allowed[coll] holds the AlgoIds; all set when WEFT_ALGO is unset.
+  std::array<NameSet, plan::kNumColls> allowed;
   // Collectives the general list (no per-collective entry) would have left
   // without an algorithm that implements them: `tree` names an AllReduce
   // algorithm and must not break a job's AllGathers, so these keep every
   // algorithm (the caller says so in the log). A per-collective entry that
   // leaves none is still an error at selection: that was asked for by name.
-  std::array<bool, 7> generalIgnored{};
+  std::array<bool, plan::kNumColls> generalIgnored{};
   AlgoFilter();
+  bool allows(plan::Coll c, AlgoId a) const { return allowed[static_cast<int>(c)].test(size_t(index(a))); }
 };
 
 // "AllGather, Broadcast" for the collectives f.generalIgnored names; "" if none.
@@ -36,14 +40,16 @@ AlgoFilter parseAlgoFilter(const std::string& spec);
 
 // The allowed, supporting algorithm with the least estimated time; throws
 // weftInvalidUsage when the filter leaves none for this collective.
-Algo selectAlgo(plan::Coll c, const CostInputs& in, const AlgoFilter& f);
+AlgoId selectAlgo(plan::Coll c, const CostInputs& in, const AlgoFilter& f);
 
-// The whole choice for a call: the algorithm (selectAlgo), then its
-// channels and slice (shapeCall) for FIFOs of geometry g.
+// The whole choice for a call: the algorithm and protocol, then the
+// algorithm's channels and slice (shapeCall) for FIFOs of geometry g.
 struct CallChoice {
-  Algo algo = Algo::Ring;
+  AlgoId algo = kRing;
+  ProtoId proto = kSimple;
   CallShape shape;
 };
-CallChoice selectCall(plan::Coll c, const CostInputs& in, const AlgoFilter& f, const plan::FifoGeometry& g);
+CallChoice selectCall(plan::Coll c, const CostInputs& in, const AlgoFilter& f, const plan::FifoGeometry& g,
+                      const ProtoFilter& protos = ProtoFilter{});
 
 }  // namespace weft::algo

@@ -93,4 +93,10 @@ Problem p2pProblem(const std::vector<std::vector<algo::P2POp>>& ops, const plan:
 
 Result verify(const Problem& p);
 
+// Builds every rank's plan of the call `a` (a.rank is ignored) with `build`
+// and verifies them: what weft-plan-verify and the registry tests run.
+// The plans are left in *plans when given.
+Result verifyBuilder(plan::Plan (*build)(const algo::CollArgs&), const algo::CollArgs& a, bool inPlace,
+                     std::vector<plan::Plan>* plans = nullptr);
+
 }  // namespace weft::verify

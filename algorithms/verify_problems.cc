@@ -104,4 +104,18 @@ Problem p2pProblem(const std::vector<std::vector<algo::P2POp>>& ops, const plan:
   return p;
 }
 
+Result verifyBuilder(plan::Plan (*build)(const algo::CollArgs&), const algo::CollArgs& a, bool inPlace,
+                     std::vector<plan::Plan>* plans) {
+  Problem p = collectiveProblem(a.coll, a.nranks, a.count, a.root, inPlace, a.geometry);
+  for (int r = 0; r < a.nranks; r++) {
+    algo::CollArgs mine = a;
+    mine.rank = r;
+    p.plans.push_back(build(mine));
+    p.plans.back().elemSize = a.elemSize;
+  }
+  Result result = verify(p);
+  if (plans) *plans = std::move(p.plans);
+  return result;
+}
+
 }  // namespace weft::verify

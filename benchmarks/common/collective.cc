@@ -4,26 +4,13 @@
 
 namespace weft::bench {
 
-const char* testName(CollKind kind) {
-  switch (kind) {
-    case CollKind::AllReduce: return "all_reduce_perf";
-    case CollKind::ReduceScatter: return "reduce_scatter_perf";
-    case CollKind::AllGather: return "all_gather_perf";
-    case CollKind::Broadcast: return "broadcast_perf";
-    case CollKind::Reduce: return "reduce_perf";
-    case CollKind::AlltoAll: return "alltoall_perf";
-    case CollKind::SendRecv: return "sendrecv_perf";
-  }
-  return "?";
-}
+const char* testName(CollKind kind) { return plan::collInfo(kind).perfTest; }
 
-bool usesOp(CollKind kind) {
-  return kind == CollKind::AllReduce || kind == CollKind::ReduceScatter || kind == CollKind::Reduce;
-}
+bool usesOp(CollKind kind) { return plan::collInfo(kind).reduces; }
 
 bool inPlaceDefined(CollKind kind) { return kind != CollKind::SendRecv; }
 
-bool isRooted(CollKind kind) { return kind == CollKind::Broadcast || kind == CollKind::Reduce; }
+bool isRooted(CollKind kind) { return plan::collInfo(kind).rooted; }
 
 Shape shapeFor(CollKind kind, size_t bytes, size_t eltSize, int nranks) {
   const size_t count = bytes / eltSize;
@@ -32,29 +19,15 @@ Shape shapeFor(CollKind kind, size_t bytes, size_t eltSize, int nranks) {
   // every block starts aligned.
   const size_t alignElts = std::max<size_t>(1, 16 / eltSize);
   const size_t block = (count / n) / alignElts * alignElts;
+  const plan::CollInfo& info = plan::collInfo(kind);
   Shape s;
-  switch (kind) {
-    case CollKind::AllReduce:
-    case CollKind::Broadcast:
-    case CollKind::Reduce:
-    case CollKind::SendRecv:
-      s.sendCount = s.recvCount = s.paramCount = count;
-      break;
-    case CollKind::ReduceScatter:
-      s.sendCount = block * n;
-      s.recvCount = s.paramCount = block;
-      s.recvInplaceOffset = block;
-      break;
-    case CollKind::AllGather:
-      s.sendCount = s.paramCount = block;
-      s.recvCount = block * n;
-      s.sendInplaceOffset = block;
-      break;
-    case CollKind::AlltoAll:
-      s.sendCount = s.recvCount = block * n;
-      s.paramCount = block;
-      break;
-  }
+  // A gathered buffer holds one block per rank; the count is one block.
+  s.paramCount = info.sendTimesRanks || info.recvTimesRanks ? block : count;
+  s.sendCount = plan::sendElems(kind, s.paramCount, nranks);
+  s.recvCount = plan::recvElems(kind, s.paramCount, nranks);
+  // In place, the smaller buffer is this rank's block of the larger one.
+  if (info.sendTimesRanks && !info.recvTimesRanks) s.recvInplaceOffset = s.paramCount;
+  if (info.recvTimesRanks && !info.sendTimesRanks) s.sendInplaceOffset = s.paramCount;
   return s;
 }
 
@@ -63,23 +36,9 @@ size_t reportedBytes(CollKind, const Shape& shape, size_t eltSize) {
 }
 
 double algBytes(CollKind kind, const Shape& shape, size_t eltSize, int nranks) {
-  switch (kind) {
-    case CollKind::ReduceScatter: return static_cast<double>(shape.sendCount * eltSize);
-    case CollKind::AllGather: return static_cast<double>(shape.recvCount * eltSize);
-    case CollKind::AlltoAll: return static_cast<double>(shape.paramCount * eltSize) * nranks;
-    default: return static_cast<double>(shape.paramCount * eltSize);
-  }
+  return static_cast<double>(plan::largestBufferElems(kind, shape.paramCount, nranks) * eltSize);
 }
 
-double busFactor(CollKind kind, int nranks) {
-  const double n = nranks;
-  switch (kind) {
-    case CollKind::AllReduce: return 2.0 * (n - 1) / n;
-    case CollKind::ReduceScatter:
-    case CollKind::AllGather:
-    case CollKind::AlltoAll: return (n - 1) / n;
-    default: return 1.0;
-  }
-}
+double busFactor(CollKind kind, int nranks) { return plan::collInfo(kind).busFactor(nranks); }
 
 }  // namespace weft::bench

@@ -6,9 +6,12 @@
 #include <cstddef>
 #include <string>
 
+#include "algorithms/collectives.h"
+
 namespace weft::bench {
 
-enum class CollKind { AllReduce, ReduceScatter, AllGather, Broadcast, Reduce, AlltoAll, SendRecv };
+// The library's collectives; their facts come from plan::collInfo.
+using CollKind = plan::Coll;
 
 // Element counts of one test size, as nccl-tests derives them.
 struct Shape {

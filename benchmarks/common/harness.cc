@@ -221,7 +221,7 @@ class RankRunner {
         WEFT_BENCH_CALL(weftBroadcast(send, recv, count, type, root, comm_, stream_), comm_); break;
       case CollKind::Reduce:
         WEFT_BENCH_CALL(weftReduce(send, recv, count, type, op, root, comm_, stream_), comm_); break;
-      case CollKind::AlltoAll:
+      case CollKind::AllToAll:
         WEFT_BENCH_CALL(weftAlltoAll(send, recv, count, type, comm_, stream_), comm_); break;
       case CollKind::SendRecv: {
         const int next = (rank_ + 1) % s_.nranks, prev = (rank_ - 1 + s_.nranks) % s_.nranks;

@@ -96,7 +96,7 @@ double expectedValue(const CheckSpec& spec, const Shape& shape, size_t j) {
       return inputValue(spec, static_cast<int>(j / block), j % block);
     case CollKind::Broadcast:
       return inputValue(spec, spec.root, j);
-    case CollKind::AlltoAll:
+    case CollKind::AllToAll:
       return inputValue(spec, static_cast<int>(j / block), static_cast<size_t>(spec.rank) * block + j % block);
     case CollKind::SendRecv:
       return inputValue(spec, (spec.rank - 1 + spec.nranks) % spec.nranks, j);

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <limits>
 
+#include "algorithms/collectives.h"
 #include "src/core/api_guard.h"
 #include "src/core/group.h"
 #include "src/exec/cuda/device_route.h"
@@ -100,17 +101,17 @@ weftResult_t collective(const char* fn, Coll coll, const void* send, void* recv,
                         weftRedOp_t op, int root, weftComm_t comm, weftStream_t stream) {
   return guarded([&] {
     CallCheck c{fn, comm};
-    size_t mult = 1;
-    if (comm && isLiveComm(comm) &&
-        (coll == Coll::AllGather || coll == Coll::ReduceScatter || coll == Coll::AllToAll))
-      mult = static_cast<size_t>(comm->nranks);
-    bool rooted = coll == Coll::Broadcast || coll == Coll::Reduce;
-    // Rooted calls: only the root needs a send buffer for Broadcast, only
-    // the root needs a receive buffer for Reduce.
-    bool needSend = true, needRecv = true;
+    const plan::CollInfo& info = plan::collInfo(coll);
     if (weftResult_t r = checkComm(comm, fn)) return r;
-    if (coll == Coll::Broadcast) needSend = comm->rank == root;
-    if (coll == Coll::Reduce) needRecv = comm->rank == root;
+    // The larger buffer, as a multiple of count (gathered buffers hold nranks blocks).
+    const size_t mult = plan::largestBufferElems(coll, 1, comm->nranks);
+    const bool rooted = info.rooted;
+    // Rooted calls: only the root needs a send buffer for Broadcast, only
+    // the root needs a receive buffer for Reduce (the root alone has data to
+    // give, or the result).
+    bool needSend = true, needRecv = true;
+    if (rooted && !info.reduces) needSend = comm->rank == root;
+    if (rooted && info.reduces) needRecv = comm->rank == root;
     bool device = false;
     if (weftResult_t r = checkCommon(c, send, recv, count, mult, type, stream, needSend, needRecv, &device))
       return r;
@@ -128,8 +129,7 @@ weftResult_t collective(const char* fn, Coll coll, const void* send, void* recv,
     d.comm = comm;
     d.device = device;
     d.stream = stream;
-    bool reduces = coll == Coll::AllReduce || coll == Coll::ReduceScatter || coll == Coll::Reduce;
-    if (reduces) {
+    if (info.reduces) {
       if (weftResult_t r = resolveOp(comm, op, type, &d.op, fn)) return r;
     } else {
       d.op.type = type;

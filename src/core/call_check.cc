@@ -2,6 +2,7 @@
 
 #include <vector>
 
+#include "algorithms/collectives.h"
 #include "src/core/comm.h"
 #include "src/util/error.h"
 
@@ -20,12 +21,6 @@ const char* opName(int32_t kind) {
   return "?";
 }
 
-bool reduces(plan::Coll c) {
-  return c == plan::Coll::AllReduce || c == plan::Coll::ReduceScatter || c == plan::Coll::Reduce;
-}
-
-bool rooted(plan::Coll c) { return c == plan::Coll::Broadcast || c == plan::Coll::Reduce; }
-
 bool same(const CallSignature& a, const CallSignature& b) {
   return a.seq == b.seq && a.count == b.count && a.coll == b.coll && a.type == b.type && a.opKind == b.opKind &&
          a.root == b.root && a.device == b.device;
@@ -40,8 +35,9 @@ CallSignature signatureOf(const OpDesc& op, uint64_t seq) {
   s.coll = static_cast<int32_t>(op.coll);
   s.type = static_cast<int32_t>(op.type);
   // A user-defined PreMulSum has a per-rank scalar but the same kind.
-  if (reduces(op.coll)) s.opKind = static_cast<int32_t>(op.op.kind);
-  if (rooted(op.coll)) s.root = op.root;
+  const plan::CollInfo& info = plan::collInfo(op.coll);
+  if (info.reduces) s.opKind = static_cast<int32_t>(op.op.kind);
+  if (info.rooted) s.root = op.root;
   s.device = op.device ? 1 : 0;
   return s;
 }

@@ -315,9 +315,8 @@ void readCallOverrides(weftComm* comm) {
   }
 }
 
-void checkProtocol(weftComm* comm) {
-  if (auto proto = comm->config.get(settings::kProto); proto && strcasecmp(proto->c_str(), "simple") != 0)
-    raise(weftInvalidArgument, "WEFT_PROTO=%s: host buffers use the Simple protocol only", proto->c_str());
+void chooseProtocols(weftComm* comm) {
+  comm->protoFilter = algo::parseProtoFilter(comm->config.get(settings::kProto).value_or(""));
 }
 
 // hostOf (hosts numbered in order of their first rank) and whether this
@@ -389,7 +388,7 @@ weftComm* createComm(const weftUniqueId& id, int nranks, int rank, const weftCon
   watchForLostPeers(comm.get());
   chooseAlgorithms(comm.get());
   readCallOverrides(comm.get());
-  checkProtocol(comm.get());
+  chooseProtocols(comm.get());
   const int nHosts = placeOnHosts(comm.get());
   placeOnTopology(comm.get(), nHosts);
   agreeOnCosts(comm.get(), nHosts);

@@ -65,9 +65,10 @@ struct weftComm {
   std::vector<weft::ShmSegment> peerBellSegments;
   std::vector<weft::Doorbell*> peerBells;
 
-  // Algorithm selection: WEFT_ALGO, the cost model's link parameters, and
-  // the host index of every rank (double binary trees span hosts).
+  // Algorithm selection: WEFT_ALGO, WEFT_PROTO, the cost model's link
+  // parameters, and the host index of every rank (double binary trees span hosts).
   weft::algo::AlgoFilter algoFilter;
+  weft::algo::ProtoFilter protoFilter;
   weft::algo::CostInputs costBase;
   std::vector<int> hostOf;
   // More ranks on this host than CPUs this process may run on.

@@ -5,11 +5,10 @@
 #include <memory>
 #include <tuple>
 
+#include "algorithms/collectives.h"
 #include "algorithms/p2p.h"
-#include "algorithms/double_tree.h"
-#include "algorithms/ring.h"
+#include "algorithms/registry.h"
 #include "algorithms/selector.h"
-#include "algorithms/tree.h"
 #include "src/core/call_check.h"
 #include "src/core/comm.h"
 #include "src/core/connections.h"
@@ -48,42 +47,41 @@ void execute(weftComm_t comm, const plan::Plan& p, std::span<const BufferBinding
 }
 
 uint64_t busBytes(const OpDesc& op, int nranks) {
-  uint64_t b = op.count * kernels::typeSize(op.type);
-  if (op.coll == plan::Coll::AllGather || op.coll == plan::Coll::ReduceScatter || op.coll == plan::Coll::AllToAll)
-    b *= nranks;
-  return b;
+  return plan::largestBufferElems(op.coll, op.count, nranks) * kernels::typeSize(op.type);
+}
+
+void logChoice(const OpDesc& op, const algo::CostInputs& in, const algo::CallChoice& choice) {
+  std::string all;
+  for (int i = 0; i < algo::algoCount(); i++) {
+    double t = algo::estimateUs(op.coll, algo::AlgoId(i), in);
+    if (t < 1e300) all += std::string(" ") + algo::algoName(algo::AlgoId(i)) + " " + std::to_string(t) + "us";
+  }
+  WEFT_INFO(kTune, "%s %lu bytes: %s, %s, %d channel(s), %lu B slices (estimates:%s)", plan::collName(op.coll),
+            static_cast<unsigned long>(in.bytes), algo::algoName(choice.algo), algo::protoName(choice.proto),
+            choice.shape.nChannels, static_cast<unsigned long>(choice.shape.sliceBytes), all.c_str());
 }
 
 algo::CallChoice chooseAlgo(weftComm_t comm, const OpDesc& op) {
-  if (op.coll == plan::Coll::AllToAll)  // point-to-point plan, no choice
-    return {algo::Algo::Ring, {comm->nChannels, comm->geometry.slotBytes, 0}};
+  if (plan::collInfo(op.coll).fixedPlan) {  // a point-to-point plan, no choice
+    algo::CallChoice fixed;
+    fixed.shape = {comm->nChannels, comm->geometry.slotBytes, 0};
+    return fixed;
+  }
   algo::CostInputs in = comm->costBase;
   in.bytes = busBytes(op, comm->nranks);
-  algo::CallChoice choice = algo::selectCall(op.coll, in, comm->algoFilter, comm->geometry);
+  algo::CallChoice choice = algo::selectCall(op.coll, in, comm->algoFilter, comm->geometry, comm->protoFilter);
   if (comm->sliceOverride) choice.shape.sliceBytes = comm->sliceOverride;
   if (comm->channelsOverride) choice.shape.nChannels = comm->channelsOverride;
-  const algo::Algo a = choice.algo;
-  if (logEnabled(LogLevel::Info, kTune)) {
-    std::string all;
-    for (int i = 0; i < algo::kNumAlgos; i++) {
-      double t = algo::estimateUs(op.coll, static_cast<algo::Algo>(i), in);
-      if (t < 1e300) all += std::string(" ") + algo::algoName(static_cast<algo::Algo>(i)) + " " + std::to_string(t) + "us";
-    }
-    WEFT_INFO(kTune, "%s %lu bytes: %s, %d channel(s), %lu B slices (estimates:%s)", plan::collName(op.coll),
-              static_cast<unsigned long>(in.bytes), algo::algoName(a), choice.shape.nChannels,
-              static_cast<unsigned long>(choice.shape.sliceBytes), all.c_str());
-  }
+  if (logEnabled(LogLevel::Info, kTune)) logChoice(op, in, choice);
   return choice;
 }
 
-plan::Plan buildPlan(weftComm_t comm, algo::Algo which, const algo::CollArgs& a) {
-  if (a.coll == plan::Coll::AllToAll) return algo::buildAllToAll(a);
-  switch (which) {
-    case algo::Algo::Tree: return algo::buildTree(a);
-    case algo::Algo::DoubleTree: return algo::buildDoubleTree(a, comm->hostOf);
-    case algo::Algo::Ring: break;
-  }
-  return algo::buildRing(a);
+// AllToAll's plan is fixed (collInfo().fixedPlan); grouped Send/Recv never
+// come here (runPointToPoint). Every other collective runs the chosen
+// algorithm's builder.
+plan::Plan buildPlan(algo::AlgoId which, const algo::CollArgs& a) {
+  if (plan::collInfo(a.coll).fixedPlan) return algo::buildAllToAll(a);
+  return algo::algoInfo(which).build(a);
 }
 
 void runCollective(weftComm_t comm, const OpDesc& op) {
@@ -96,24 +94,26 @@ void runCollective(weftComm_t comm, const OpDesc& op) {
   a.elemSize = static_cast<uint32_t>(kernels::typeSize(op.type));
   a.root = op.root;
   const algo::CallChoice choice = chooseAlgo(comm, op);
-  const algo::Algo which = choice.algo;
+  const algo::AlgoId which = choice.algo;
   a.nChannels = choice.shape.nChannels;
   a.geometry = comm->geometry;
   a.geometry.slotBytes = choice.shape.sliceBytes;
   // Topology-ordered rings (host-contiguous), one per channel so channels
   // spread over the NICs; trees use channel 0's order. The plan cache needs
   // no key for them because a communicator's orders never change. They are
-  // copied only when a plan is built, not on every call.
-  std::shared_ptr<const plan::Plan> p = comm->plans->get(a, static_cast<int>(which), [&] {
+  // copied only when a plan is built, not on every call, as are the hosts.
+  std::shared_ptr<const plan::Plan> p = comm->plans->get(planKey(a, which, choice.proto), [&] {
     algo::CollArgs ordered = a;
     if (!comm->ringOrders.empty()) {
       ordered.order = comm->ringOrders[0];
       ordered.channelOrders = comm->ringOrders;
     }
-    return buildPlan(comm, which, ordered);
+    ordered.hostOf = comm->hostOf;
+    return buildPlan(which, ordered);
   });
-  WEFT_INFO(kColl, "%s count %zu type %s op %d root %d: %s, %d channel(s), %zu steps", plan::collName(op.coll),
-            op.count, kernels::typeName(op.type), static_cast<int>(op.op.kind), op.root, algo::algoName(which),
+  WEFT_INFO(kColl, "%s count %zu type %s op %d root %d: %s, %s, %d channel(s), %zu steps", plan::collName(op.coll),
+            op.count, kernels::typeName(op.type), static_cast<int>(op.op.kind), op.root,
+            plan::collInfo(op.coll).fixedPlan ? "p2p" : algo::algoName(which), algo::protoName(choice.proto),
             a.nChannels, p->stepCount());
   BufferBinding b{op.send, op.recv};
   if (op.device) {

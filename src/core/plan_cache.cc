@@ -2,10 +2,21 @@
 
 namespace weft {
 
-std::shared_ptr<const plan::Plan> PlanCache::get(const algo::CollArgs& a, int algo,
-                                                 const std::function<plan::Plan()>& build) {
-  Key k{static_cast<int>(a.coll), algo, a.count, a.elemSize, a.root, a.nChannels, a.geometry.slotBytes,
-        a.geometry.nSlots};
+PlanKey planKey(const algo::CollArgs& a, algo::AlgoId algo, algo::ProtoId proto) {
+  PlanKey k;
+  k.coll = a.coll;
+  k.algo = algo;
+  k.proto = proto;
+  k.count = a.count;
+  k.elemSize = a.elemSize;
+  k.root = a.root;
+  k.channels = a.nChannels;
+  k.sliceBytes = a.geometry.slotBytes;
+  k.nSlots = a.geometry.nSlots;
+  return k;
+}
+
+std::shared_ptr<const plan::Plan> PlanCache::get(const PlanKey& k, const std::function<plan::Plan()>& build) {
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = map_.find(k);
   if (it != map_.end()) {

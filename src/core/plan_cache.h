@@ -2,30 +2,49 @@
 // nothing.
 #pragma once
 
+#include <compare>
 #include <functional>
 #include <list>
 #include <map>
 #include <memory>
 #include <mutex>
-#include <tuple>
 
 #include "algorithms/coll_args.h"
 #include "algorithms/plan.h"
+#include "algorithms/selector.h"
 
 namespace weft {
+
+// Everything a plan depends on that changes from call to call. A
+// communicator's ring orders and hosts never change, so they are not part
+// of it.
+struct PlanKey {
+  plan::Coll coll = plan::Coll::AllReduce;
+  algo::AlgoId algo = algo::kRing;
+  algo::ProtoId proto = algo::kSimple;
+  uint64_t count = 0;
+  uint32_t elemSize = 0;
+  int root = 0;
+  int channels = 0;
+  uint64_t sliceBytes = 0;
+  uint32_t nSlots = 0;
+
+  auto operator<=>(const PlanKey&) const = default;
+};
+
+PlanKey planKey(const algo::CollArgs& a, algo::AlgoId algo, algo::ProtoId proto);
 
 class PlanCache {
  public:
   explicit PlanCache(size_t capacity = 128) : capacity_(capacity) {}
 
-  std::shared_ptr<const plan::Plan> get(const algo::CollArgs& a, int algo, const std::function<plan::Plan()>& build);
+  std::shared_ptr<const plan::Plan> get(const PlanKey& k, const std::function<plan::Plan()>& build);
 
  private:
-  using Key = std::tuple<int, int, uint64_t, uint32_t, int, int, uint64_t, uint32_t>;
   std::mutex mutex_;
   size_t capacity_;
-  std::list<Key> lru_;
-  std::map<Key, std::pair<std::shared_ptr<const plan::Plan>, std::list<Key>::iterator>> map_;
+  std::list<PlanKey> lru_;
+  std::map<PlanKey, std::pair<std::shared_ptr<const plan::Plan>, std::list<PlanKey>::iterator>> map_;
 };
 
 }  // namespace weft

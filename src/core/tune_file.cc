@@ -6,6 +6,7 @@
 #include <sstream>
 #include <vector>
 
+#include "algorithms/registry.h"
 #include "src/util/error.h"
 
 namespace weft {
@@ -16,18 +17,19 @@ double* fieldFor(algo::CostInputs* in, const std::string& key) {
   if (key == "shm_bandwidth_gbs") return &in->intra.bandwidthGBs;
   if (key == "net_latency_us") return &in->inter.latencyUs;
   if (key == "net_bandwidth_gbs") return &in->inter.bandwidthGBs;
-  for (int a = 0; a < algo::kNumAlgos; a++) {
-    std::string name = algo::algoName(static_cast<algo::Algo>(a));
-    if (key == "base_us." + name) return &in->baseUs[a];
-    if (key == "bw_scale." + name) return &in->bwScale[a];
+  for (int a = 0; a < algo::algoCount(); a++) {
+    const std::string& name = algo::algoInfo(algo::AlgoId(a)).name;
+    algo::AlgoCalibration& cal = in->calibration(algo::AlgoId(a));
+    if (key == "base_us." + name) return &cal.baseUs;
+    if (key == "bw_scale." + name) return &cal.bwScale;
   }
   return nullptr;
 }
 
 // "measured.<algo>": the curve of that algorithm, else nullptr.
 algo::MeasuredCurve* curveFor(algo::CostInputs* in, const std::string& key) {
-  for (int a = 0; a < algo::kNumAlgos; a++)
-    if (key == std::string("measured.") + algo::algoName(static_cast<algo::Algo>(a))) return &in->measured[a];
+  for (int a = 0; a < algo::algoCount(); a++)
+    if (key == "measured." + algo::algoInfo(algo::AlgoId(a)).name) return &in->calibration(algo::AlgoId(a)).measured;
   return nullptr;
 }
 
@@ -48,7 +50,7 @@ void loadTuneFile(const std::string& path, algo::CostInputs* in) {
   std::string line;
   int lineNo = 0;
   algo::CostInputs read = *in;
-  for (auto& c : read.measured) c = algo::MeasuredCurve{};
+  for (auto& c : read.calib) c.measured = algo::MeasuredCurve{};
   read.measuredRanks = read.measuredHosts = 0;
   while (std::getline(f, line)) {
     lineNo++;
@@ -81,7 +83,7 @@ void loadTuneFile(const std::string& path, algo::CostInputs* in) {
     *field = v;
   }
   bool anyCurve = false;
-  for (const auto& c : read.measured) anyCurve |= c.nPoints > 0;
+  for (const auto& c : read.calib) anyCurve |= c.measured.nPoints > 0;
   if (anyCurve && (read.measuredRanks == 0 || read.measuredHosts == 0))
     raise(weftInvalidArgument, "%s: measured curves need measured.nranks and measured.nhosts", path.c_str());
   *in = read;
@@ -98,19 +100,19 @@ void saveTuneFile(const std::string& path, const algo::CostInputs& in, const std
   f << "shm_bandwidth_gbs " << in.intra.bandwidthGBs << "\n";
   f << "net_latency_us " << in.inter.latencyUs << "\n";
   f << "net_bandwidth_gbs " << in.inter.bandwidthGBs << "\n";
-  for (int a = 0; a < algo::kNumAlgos; a++) {
-    std::string name = algo::algoName(static_cast<algo::Algo>(a));
-    f << "base_us." << name << " " << in.baseUs[a] << "\n";
-    f << "bw_scale." << name << " " << in.bwScale[a] << "\n";
+  for (int a = 0; a < algo::algoCount(); a++) {
+    const algo::AlgoCalibration& cal = in.calibration(algo::AlgoId(a));
+    f << "base_us." << algo::algoName(algo::AlgoId(a)) << " " << cal.baseUs << "\n";
+    f << "bw_scale." << algo::algoName(algo::AlgoId(a)) << " " << cal.bwScale << "\n";
   }
   if (in.measuredRanks > 0) {
     f << "# AllReduce medians per size (bytes, us), used by communicators of this shape\n";
     f << "measured.nranks " << in.measuredRanks << "\n";
     f << "measured.nhosts " << in.measuredHosts << "\n";
-    for (int a = 0; a < algo::kNumAlgos; a++) {
-      const algo::MeasuredCurve& c = in.measured[a];
+    for (int a = 0; a < algo::algoCount(); a++) {
+      const algo::MeasuredCurve& c = in.calibration(algo::AlgoId(a)).measured;
       for (int i = 0; i < c.nPoints; i++)
-        f << "measured." << algo::algoName(static_cast<algo::Algo>(a)) << " " << c.bytes[i] << " " << c.us[i] << "\n";
+        f << "measured." << algo::algoName(algo::AlgoId(a)) << " " << c.bytes[i] << " " << c.us[i] << "\n";
     }
   }
   if (!f) raise(weftSystemError, "writing tune file %s failed", path.c_str());

@@ -18,7 +18,7 @@
 namespace weft::test {
 namespace {
 
-using algo::Algo;
+using algo::AlgoId;
 using plan::Coll;
 
 algo::CostInputs inputs(int n, uint64_t bytes) {
@@ -60,25 +60,25 @@ TEST(MeasuredCurve, InterpolatesLogLogAndScalesOutsideByTheModel) {
 
 TEST(CostModel, UsesCurvesOnlyForTheMeasuredShapeAndAllReduce) {
   algo::CostInputs in = inputs(8, 4096);
-  const double analytic = algo::estimateUs(Coll::AllReduce, Algo::Ring, in);
-  in.measured[int(Algo::Ring)].add(4096, 777);
+  const double analytic = algo::estimateUs(Coll::AllReduce, algo::kRing, in);
+  in.calibration(algo::kRing).measured.add(4096, 777);
   in.measuredRanks = 8;
   in.measuredHosts = 1;
-  EXPECT_TRUE(algo::usesMeasuredCurve(Coll::AllReduce, Algo::Ring, in));
-  EXPECT_DOUBLE_EQ(algo::estimateUs(Coll::AllReduce, Algo::Ring, in), 777);
+  EXPECT_TRUE(algo::usesMeasuredCurve(Coll::AllReduce, algo::kRing, in));
+  EXPECT_DOUBLE_EQ(algo::estimateUs(Coll::AllReduce, algo::kRing, in), 777);
   // No curve for the tree: its formula.
-  EXPECT_FALSE(algo::usesMeasuredCurve(Coll::AllReduce, Algo::Tree, in));
+  EXPECT_FALSE(algo::usesMeasuredCurve(Coll::AllReduce, algo::kBinaryTree, in));
   // Other collectives were not measured.
-  EXPECT_FALSE(algo::usesMeasuredCurve(Coll::AllGather, Algo::Ring, in));
+  EXPECT_FALSE(algo::usesMeasuredCurve(Coll::AllGather, algo::kRing, in));
   // Another shape: the formula.
   algo::CostInputs other = in;
   other.nranks = 4;
-  EXPECT_FALSE(algo::usesMeasuredCurve(Coll::AllReduce, Algo::Ring, other));
+  EXPECT_FALSE(algo::usesMeasuredCurve(Coll::AllReduce, algo::kRing, other));
   other = in;
   other.nHosts = 2;
-  EXPECT_FALSE(algo::usesMeasuredCurve(Coll::AllReduce, Algo::Ring, other));
+  EXPECT_FALSE(algo::usesMeasuredCurve(Coll::AllReduce, algo::kRing, other));
   in.measuredRanks = 0;
-  EXPECT_DOUBLE_EQ(algo::estimateUs(Coll::AllReduce, Algo::Ring, in), analytic);
+  EXPECT_DOUBLE_EQ(algo::estimateUs(Coll::AllReduce, algo::kRing, in), analytic);
 }
 
 TEST(Selector, FollowsMeasuredCurvesAcrossACrossover) {
@@ -92,19 +92,19 @@ TEST(Selector, FollowsMeasuredCurvesAcrossACrossover) {
   const double btree[] = {150, 160, 400, 1200, 12000};
   const double dtree[] = {400, 420, 700, 1000, 9000};
   for (int i = 0; i < 5; i++) {
-    in.measured[int(Algo::Ring)].add(sizes[i], ring[i]);
-    in.measured[int(Algo::Tree)].add(sizes[i], btree[i]);
-    in.measured[int(Algo::DoubleTree)].add(sizes[i], dtree[i]);
+    in.calibration(algo::kRing).measured.add(sizes[i], ring[i]);
+    in.calibration(algo::kBinaryTree).measured.add(sizes[i], btree[i]);
+    in.calibration(algo::kDoubleTree).measured.add(sizes[i], dtree[i]);
   }
   algo::AlgoFilter all;
   for (int i = 0; i < 5; i++) {
     in.bytes = uint64_t(sizes[i]);
-    Algo expect = sizes[i] <= 65536 ? Algo::Tree : Algo::Ring;
+    AlgoId expect = sizes[i] <= 65536 ? algo::kBinaryTree : algo::kRing;
     EXPECT_EQ(algo::selectAlgo(Coll::AllReduce, in, all), expect) << sizes[i];
   }
   // A filter still wins over the curves.
   in.bytes = 8;
-  EXPECT_EQ(algo::selectAlgo(Coll::AllReduce, in, algo::parseAlgoFilter("^binarytree")), Algo::Ring);
+  EXPECT_EQ(algo::selectAlgo(Coll::AllReduce, in, algo::parseAlgoFilter("^binarytree")), algo::kRing);
 }
 
 std::string writeFile(const std::string& text) {
@@ -119,28 +119,28 @@ std::string writeFile(const std::string& text) {
 TEST(TuneFile, RoundTripsConstantsAndCurves) {
   algo::CostInputs in = inputs(8, 0);
   in.intra = {2.5, 3.25};
-  in.baseUs[int(Algo::Tree)] = 17.5;
-  in.bwScale[int(Algo::DoubleTree)] = 0.625;
+  in.calibration(algo::kBinaryTree).baseUs = 17.5;
+  in.calibration(algo::kDoubleTree).bwScale = 0.625;
   in.measuredRanks = 8;
   in.measuredHosts = 1;
-  in.measured[int(Algo::Ring)].add(8, 250.125);
-  in.measured[int(Algo::Ring)].add(67108864, 86855.4531);
-  in.measured[int(Algo::Tree)].add(8, 120.5);
+  in.calibration(algo::kRing).measured.add(8, 250.125);
+  in.calibration(algo::kRing).measured.add(67108864, 86855.4531);
+  in.calibration(algo::kBinaryTree).measured.add(8, 120.5);
   std::string path = writeFile("");
   saveTuneFile(path, in, "test");
   algo::CostInputs back = inputs(8, 0);
   loadTuneFile(path, &back);
   EXPECT_DOUBLE_EQ(back.intra.latencyUs, 2.5);
   EXPECT_DOUBLE_EQ(back.intra.bandwidthGBs, 3.25);
-  EXPECT_DOUBLE_EQ(back.baseUs[int(Algo::Tree)], 17.5);
-  EXPECT_DOUBLE_EQ(back.bwScale[int(Algo::DoubleTree)], 0.625);
+  EXPECT_DOUBLE_EQ(back.calibration(algo::kBinaryTree).baseUs, 17.5);
+  EXPECT_DOUBLE_EQ(back.calibration(algo::kDoubleTree).bwScale, 0.625);
   EXPECT_EQ(back.measuredRanks, 8);
   EXPECT_EQ(back.measuredHosts, 1);
-  ASSERT_EQ(back.measured[int(Algo::Ring)].nPoints, 2);
-  EXPECT_DOUBLE_EQ(back.measured[int(Algo::Ring)].bytes[1], 67108864);
-  EXPECT_DOUBLE_EQ(back.measured[int(Algo::Ring)].us[1], 86855.4531);
-  EXPECT_EQ(back.measured[int(Algo::Tree)].nPoints, 1);
-  EXPECT_EQ(back.measured[int(Algo::DoubleTree)].nPoints, 0);
+  ASSERT_EQ(back.calibration(algo::kRing).measured.nPoints, 2);
+  EXPECT_DOUBLE_EQ(back.calibration(algo::kRing).measured.bytes[1], 67108864);
+  EXPECT_DOUBLE_EQ(back.calibration(algo::kRing).measured.us[1], 86855.4531);
+  EXPECT_EQ(back.calibration(algo::kBinaryTree).measured.nPoints, 1);
+  EXPECT_EQ(back.calibration(algo::kDoubleTree).measured.nPoints, 0);
   remove(path.c_str());
 }
 
@@ -166,7 +166,7 @@ TEST(TuneFile, RejectsBadCurves) {
     }
     // Nothing of a rejected file is applied.
     EXPECT_EQ(in.measuredRanks, before.measuredRanks);
-    EXPECT_EQ(in.measured[0].nPoints, 0);
+    EXPECT_EQ(in.calibration(algo::kRing).measured.nPoints, 0);
     remove(path.c_str());
   }
 }

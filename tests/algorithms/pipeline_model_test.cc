@@ -2,12 +2,12 @@
 #include <gtest/gtest.h>
 
 #include "algorithms/pipeline_model.h"
+#include "algorithms/registry.h"
 #include "algorithms/selector.h"
 
 namespace weft::test {
 namespace {
 
-using algo::Algo;
 using plan::Coll;
 
 algo::CostInputs oneHost(int n, uint64_t bytes) {
@@ -26,61 +26,61 @@ TEST(PipelineModel, ChainByHand) {
   // (7 + 4 - 1) stages of (2 µs + 1 MB / 8000 / 4).
   algo::CostInputs in = oneHost(8, 1 << 20);
   const double expect = 10 * (2.0 + (1 << 20) / 8000.0 / 4);
-  EXPECT_NEAR(algo::pipelinedUs(Coll::Broadcast, Algo::Ring, in, 1, 256 * 1024), expect, 1e-6);
+  EXPECT_NEAR(algo::pipelinedUs(Coll::Broadcast, algo::kRing, in, 1, 256 * 1024), expect, 1e-6);
 }
 
 TEST(PipelineModel, RingByHandGainsNothingFromSlices) {
   // AllReduce ring over 4 ranks, 1 MB: 6 steps of 256 KB blocks.
   algo::CostInputs in = oneHost(4, 1 << 20);
   const double bytesUs = 1.5 * (1 << 20) / 8000.0;
-  EXPECT_NEAR(algo::pipelinedUs(Coll::AllReduce, Algo::Ring, in, 1, 512 * 1024), 6 * 2.0 + bytesUs, 1e-6);
-  EXPECT_NEAR(algo::pipelinedUs(Coll::AllReduce, Algo::Ring, in, 1, 64 * 1024), 6 * 4 * 2.0 + bytesUs, 1e-6);
-  algo::CallShape s = algo::shapeCall(Coll::AllReduce, Algo::Ring, in, slots512k());
+  EXPECT_NEAR(algo::pipelinedUs(Coll::AllReduce, algo::kRing, in, 1, 512 * 1024), 6 * 2.0 + bytesUs, 1e-6);
+  EXPECT_NEAR(algo::pipelinedUs(Coll::AllReduce, algo::kRing, in, 1, 64 * 1024), 6 * 4 * 2.0 + bytesUs, 1e-6);
+  algo::CallShape s = algo::shapeCall(Coll::AllReduce, algo::kRing, in, slots512k());
   EXPECT_EQ(s.sliceBytes, 512u * 1024);
   EXPECT_EQ(s.nChannels, 1);
 }
 
 TEST(PipelineModel, PipelinesGetSmallerSlicesAsTheyGrow) {
   // Tiny calls: one piece whatever the slice, so the FIFO's slot.
-  EXPECT_EQ(algo::shapeCall(Coll::Broadcast, Algo::Ring, oneHost(8, 8), slots512k()).sliceBytes, 512u * 1024);
+  EXPECT_EQ(algo::shapeCall(Coll::Broadcast, algo::kRing, oneHost(8, 8), slots512k()).sliceBytes, 512u * 1024);
   // 4 MB over a depth-7 chain: filling 7 hops of 512 KB slices costs more
   // than the hand-offs of smaller ones.
-  const uint64_t mid = algo::shapeCall(Coll::Broadcast, Algo::Ring, oneHost(8, 4 << 20), slots512k()).sliceBytes;
+  const uint64_t mid = algo::shapeCall(Coll::Broadcast, algo::kRing, oneHost(8, 4 << 20), slots512k()).sliceBytes;
   EXPECT_LT(mid, 512u * 1024);
   EXPECT_GE(mid, algo::kMinSliceBytes);
   // The optimum grows like sqrt(size): a larger call, no smaller slices.
-  const uint64_t big = algo::shapeCall(Coll::Broadcast, Algo::Ring, oneHost(8, 64 << 20), slots512k()).sliceBytes;
+  const uint64_t big = algo::shapeCall(Coll::Broadcast, algo::kRing, oneHost(8, 64 << 20), slots512k()).sliceBytes;
   EXPECT_GE(big, mid);
   // Trees pipeline too.
-  EXPECT_LT(algo::shapeCall(Coll::AllReduce, Algo::Tree, oneHost(8, 4 << 20), slots512k()).sliceBytes, 512u * 1024);
+  EXPECT_LT(algo::shapeCall(Coll::AllReduce, algo::kBinaryTree, oneHost(8, 4 << 20), slots512k()).sliceBytes, 512u * 1024);
   // The chosen shape is never worse than the plain one.
   algo::CostInputs in = oneHost(8, 4 << 20);
-  algo::CallShape s = algo::shapeCall(Coll::Broadcast, Algo::Ring, in, slots512k());
-  EXPECT_LE(s.us, algo::pipelinedUs(Coll::Broadcast, Algo::Ring, in, 1, 512 * 1024));
+  algo::CallShape s = algo::shapeCall(Coll::Broadcast, algo::kRing, in, slots512k());
+  EXPECT_LE(s.us, algo::pipelinedUs(Coll::Broadcast, algo::kRing, in, 1, 512 * 1024));
 }
 
 TEST(PipelineModel, ChannelsOnlyWhenOneChannelCannotFillTheLink) {
   algo::CostInputs in = oneHost(8, 64 << 20);
   in.maxChannels = 8;
   // No per-channel limit (one executor thread does every channel's copies).
-  EXPECT_EQ(algo::shapeCall(Coll::AllReduce, Algo::Ring, in, slots512k()).nChannels, 1);
+  EXPECT_EQ(algo::shapeCall(Coll::AllReduce, algo::kRing, in, slots512k()).nChannels, 1);
   // A channel carries a quarter of the link: four channels for large calls...
   in.channelBwGBs = 2.0;
-  EXPECT_EQ(algo::shapeCall(Coll::AllReduce, Algo::Ring, in, slots512k()).nChannels, 4);
+  EXPECT_EQ(algo::shapeCall(Coll::AllReduce, algo::kRing, in, slots512k()).nChannels, 4);
   // ...never more than the communicator has...
   in.maxChannels = 2;
-  EXPECT_EQ(algo::shapeCall(Coll::AllReduce, Algo::Ring, in, slots512k()).nChannels, 2);
+  EXPECT_EQ(algo::shapeCall(Coll::AllReduce, algo::kRing, in, slots512k()).nChannels, 2);
   // ...and one for small ones, where hand-offs dominate.
   in.maxChannels = 8;
   in.bytes = 1024;
-  EXPECT_EQ(algo::shapeCall(Coll::AllReduce, Algo::Ring, in, slots512k()).nChannels, 1);
+  EXPECT_EQ(algo::shapeCall(Coll::AllReduce, algo::kRing, in, slots512k()).nChannels, 1);
 }
 
 TEST(Selector, SelectCallCombinesAlgorithmAndShape) {
   algo::CostInputs in = oneHost(8, 4 << 20);
   algo::CallChoice c = algo::selectCall(Coll::Broadcast, in, algo::AlgoFilter{}, slots512k());
-  EXPECT_EQ(c.algo, Algo::Ring);
-  EXPECT_EQ(c.shape.sliceBytes, algo::shapeCall(Coll::Broadcast, Algo::Ring, in, slots512k()).sliceBytes);
+  EXPECT_EQ(c.algo, algo::kRing);
+  EXPECT_EQ(c.shape.sliceBytes, algo::shapeCall(Coll::Broadcast, algo::kRing, in, slots512k()).sliceBytes);
 }
 
 }  // namespace

@@ -3,13 +3,14 @@
 #include <cmath>
 
 #include "algorithms/cost_model.h"
+#include "algorithms/registry.h"
 #include "algorithms/selector.h"
 #include "src/util/error.h"
 
 namespace weft::test {
 namespace {
 
-using algo::Algo;
+using algo::AlgoId;
 using plan::Coll;
 
 algo::CostInputs inputs(int n, int hosts, uint64_t bytes) {
@@ -25,52 +26,52 @@ algo::CostInputs inputs(int n, int hosts, uint64_t bytes) {
 TEST(CostModel, RingFormula) {
   algo::CostInputs in = inputs(4, 1, 1000000);
   // 2(n-1) hops of 0.5 µs plus 2(n-1)/n of 1 MB at 20 GB/s (= 20000 B/µs).
-  EXPECT_NEAR(algo::estimateUs(Coll::AllReduce, Algo::Ring, in), 6 * 0.5 + 1.5 * 1e6 / 2e4, 1e-9);
-  EXPECT_NEAR(algo::estimateUs(Coll::AllGather, Algo::Ring, in), 3 * 0.5 + 0.75 * 1e6 / 2e4, 1e-9);
-  EXPECT_TRUE(std::isinf(algo::estimateUs(Coll::AllGather, Algo::DoubleTree, in)));
+  EXPECT_NEAR(algo::estimateUs(Coll::AllReduce, algo::kRing, in), 6 * 0.5 + 1.5 * 1e6 / 2e4, 1e-9);
+  EXPECT_NEAR(algo::estimateUs(Coll::AllGather, algo::kRing, in), 3 * 0.5 + 0.75 * 1e6 / 2e4, 1e-9);
+  EXPECT_TRUE(std::isinf(algo::estimateUs(Coll::AllGather, algo::kDoubleTree, in)));
 }
 
 TEST(CostModel, TimeGrowsWithBytesAndRanks) {
-  for (int a = 0; a < algo::kNumAlgos; a++) {
-    double small = algo::estimateUs(Coll::AllReduce, Algo(a), inputs(16, 4, 1 << 10));
-    double big = algo::estimateUs(Coll::AllReduce, Algo(a), inputs(16, 4, 1 << 26));
-    EXPECT_LT(small, big) << algo::algoName(Algo(a));
+  for (int a = 0; a < algo::algoCount(); a++) {
+    double small = algo::estimateUs(Coll::AllReduce, AlgoId(a), inputs(16, 4, 1 << 10));
+    double big = algo::estimateUs(Coll::AllReduce, AlgoId(a), inputs(16, 4, 1 << 26));
+    EXPECT_LT(small, big) << algo::algoName(AlgoId(a));
   }
-  EXPECT_LT(algo::estimateUs(Coll::AllReduce, Algo::Ring, inputs(8, 8, 4096)),
-            algo::estimateUs(Coll::AllReduce, Algo::Ring, inputs(64, 64, 4096)));
+  EXPECT_LT(algo::estimateUs(Coll::AllReduce, algo::kRing, inputs(8, 8, 4096)),
+            algo::estimateUs(Coll::AllReduce, algo::kRing, inputs(64, 64, 4096)));
 }
 
 TEST(Selector, TreeForSmallAtScaleRingForLargeOnOneHost) {
   algo::AlgoFilter all;
-  EXPECT_EQ(algo::selectAlgo(Coll::AllReduce, inputs(128, 128, 8), all), Algo::DoubleTree);
-  EXPECT_EQ(algo::selectAlgo(Coll::AllReduce, inputs(8, 1, 1ull << 30), all), Algo::Ring);
-  EXPECT_EQ(algo::selectAlgo(Coll::AllGather, inputs(128, 128, 8), all), Algo::Ring);
+  EXPECT_EQ(algo::selectAlgo(Coll::AllReduce, inputs(128, 128, 8), all), algo::kDoubleTree);
+  EXPECT_EQ(algo::selectAlgo(Coll::AllReduce, inputs(8, 1, 1ull << 30), all), algo::kRing);
+  EXPECT_EQ(algo::selectAlgo(Coll::AllGather, inputs(128, 128, 8), all), algo::kRing);
 }
 
 TEST(Selector, ParsesWeftAlgo) {
   algo::AlgoFilter f = algo::parseAlgoFilter("ring");
-  EXPECT_EQ(algo::selectAlgo(Coll::AllReduce, inputs(128, 128, 8), f), Algo::Ring);
+  EXPECT_EQ(algo::selectAlgo(Coll::AllReduce, inputs(128, 128, 8), f), algo::kRing);
 
   f = algo::parseAlgoFilter("^ring");
-  EXPECT_NE(algo::selectAlgo(Coll::AllReduce, inputs(8, 1, 1ull << 30), f), Algo::Ring);
+  EXPECT_NE(algo::selectAlgo(Coll::AllReduce, inputs(8, 1, 1ull << 30), f), algo::kRing);
   // Only the ring implements AllGather: the general list does not apply to
   // it (the communicator logs that), and a per-collective entry that leaves
   // nothing is still an error.
-  EXPECT_EQ(algo::selectAlgo(Coll::AllGather, inputs(8, 1, 1024), f), Algo::Ring);
+  EXPECT_EQ(algo::selectAlgo(Coll::AllGather, inputs(8, 1, 1024), f), algo::kRing);
   EXPECT_EQ(algo::ignoredCollectives(f), "ReduceScatter, AllGather, Broadcast, Reduce");
   EXPECT_TRUE(algo::ignoredCollectives(algo::parseAlgoFilter("ring")).empty());
   EXPECT_TRUE(algo::ignoredCollectives(algo::parseAlgoFilter("tree,ring")).empty());
   f = algo::parseAlgoFilter("tree; allgather:^ring");
   EXPECT_THROW(algo::selectAlgo(Coll::AllGather, inputs(8, 1, 1024), f), Error);
-  EXPECT_EQ(algo::selectAlgo(Coll::Broadcast, inputs(8, 1, 1024), f), Algo::Ring);
+  EXPECT_EQ(algo::selectAlgo(Coll::Broadcast, inputs(8, 1, 1024), f), algo::kRing);
   EXPECT_EQ(algo::ignoredCollectives(f), "ReduceScatter, Broadcast, Reduce");
 
   f = algo::parseAlgoFilter("ring; allreduce:tree");
-  EXPECT_EQ(algo::selectAlgo(Coll::AllReduce, inputs(8, 1, 1ull << 30), f), Algo::DoubleTree);
-  EXPECT_EQ(algo::selectAlgo(Coll::Broadcast, inputs(8, 1, 1024), f), Algo::Ring);
+  EXPECT_EQ(algo::selectAlgo(Coll::AllReduce, inputs(8, 1, 1ull << 30), f), algo::kDoubleTree);
+  EXPECT_EQ(algo::selectAlgo(Coll::Broadcast, inputs(8, 1, 1024), f), algo::kRing);
 
   f = algo::parseAlgoFilter("AllReduce:^tree,binarytree");
-  EXPECT_EQ(algo::selectAlgo(Coll::AllReduce, inputs(128, 128, 8), f), Algo::Ring);
+  EXPECT_EQ(algo::selectAlgo(Coll::AllReduce, inputs(128, 128, 8), f), algo::kRing);
 
   EXPECT_THROW(algo::parseAlgoFilter("rings"), Error);
   EXPECT_THROW(algo::parseAlgoFilter("allreduse:ring"), Error);

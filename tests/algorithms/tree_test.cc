@@ -119,7 +119,8 @@ TEST(DoubleTree, AllReduceVerified) {
           a.count = count;
           a.nChannels = ch;
           a.geometry = tinyFifo();
-          expectVerified([&](const algo::CollArgs& x) { return algo::buildDoubleTree(x, hosts); }, a, "double tree");
+          a.hostOf = hosts;
+          expectVerified(algo::buildDoubleTree, a, "double tree");
           if (HasFatalFailure()) return;
         }
 }
@@ -130,7 +131,8 @@ TEST(DoubleTree, LargeCountDefaultSlots) {
   a.count = 2'000'003;
   a.nChannels = 2;
   std::vector<int> hosts = {0, 0, 1, 1, 2, 2, 3, 3};
-  expectVerified([&](const algo::CollArgs& x) { return algo::buildDoubleTree(x, hosts); }, a, "double tree");
+  a.hostOf = hosts;
+  expectVerified(algo::buildDoubleTree, a, "double tree");
 }
 
 TEST(DoubleTree, RanksAreInteriorInAtMostOneTreeWhenAloneOnTheirHost) {

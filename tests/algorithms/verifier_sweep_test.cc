@@ -4,16 +4,13 @@
 // verifier. One test per rank count, so ctest spreads them over cores.
 #include <gtest/gtest.h>
 
-#include "algorithms/cost_model.h"
-#include "algorithms/double_tree.h"
-#include "algorithms/ring.h"
-#include "algorithms/tree.h"
+#include "algorithms/registry.h"
 #include "tests/algorithms/plan_check.h"
 
 namespace weft::test {
 namespace {
 
-using algo::Algo;
+using algo::AlgoId;
 using plan::Coll;
 
 // Counts around n, a prime, and a size divisible by neither n nor the
@@ -24,19 +21,6 @@ std::vector<uint64_t> countsFor(int n, Coll c) {
   return {0, 1, un - 1, un, un + 1, 1009, 4099};
 }
 
-Builder builderFor(Algo a, int n, int hosts) {
-  switch (a) {
-    case Algo::Ring: return [](const algo::CollArgs& x) { return algo::buildRing(x); };
-    case Algo::Tree: return [](const algo::CollArgs& x) { return algo::buildTree(x); };
-    case Algo::DoubleTree: {
-      std::vector<int> hostOf(n);
-      for (int r = 0; r < n; r++) hostOf[r] = r * hosts / n;  // contiguous ranks per host
-      return [hostOf](const algo::CollArgs& x) { return algo::buildDoubleTree(x, hostOf); };
-    }
-  }
-  return nullptr;
-}
-
 class EveryRankCount : public ::testing::TestWithParam<int> {};
 
 TEST_P(EveryRankCount, EveryAlgorithmAndCollectiveVerifies) {
@@ -45,10 +29,13 @@ TEST_P(EveryRankCount, EveryAlgorithmAndCollectiveVerifies) {
   g.slotBytes = 256;  // 64 four-byte elements: larger counts span many pieces and loops
   g.nSlots = 4;
   const Coll colls[] = {Coll::AllReduce, Coll::ReduceScatter, Coll::AllGather, Coll::Broadcast, Coll::Reduce};
-  for (Algo a : {Algo::Ring, Algo::Tree, Algo::DoubleTree})
+  for (int i = 0; i < algo::algoCount(); i++)
     for (int hosts : {1, 4}) {
-      if (a != Algo::DoubleTree && hosts != 1) continue;  // only the double tree looks at hosts
-      const Builder build = builderFor(a, n, hosts);
+      const AlgoId a = AlgoId(i);
+      if (a != algo::kDoubleTree && hosts != 1) continue;  // only the double tree looks at hosts
+      const Builder build = algo::algoInfo(a).build;
+      std::vector<int> hostOf(n);
+      for (int r = 0; r < n; r++) hostOf[r] = r * hosts / n;  // contiguous ranks per host
       for (Coll c : colls) {
         if (!algo::algoSupports(a, c)) continue;
         for (uint64_t count : countsFor(n, c))
@@ -61,6 +48,7 @@ TEST_P(EveryRankCount, EveryAlgorithmAndCollectiveVerifies) {
               args.nChannels = ch;
               args.root = (n * 2) / 3;
               args.geometry = g;
+              args.hostOf = hostOf;
               verify::Result r = verify::verify(problemFor(build, args, inPlace));
               ASSERT_TRUE(r.ok) << algo::algoName(a) << " hosts=" << hosts << " " << label(args, inPlace) << "\n"
                                 << r.text();

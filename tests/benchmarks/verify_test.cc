@@ -178,10 +178,10 @@ TEST(BenchCollective, ShapesAndBandwidthFactors) {
   EXPECT_NEAR(algbw * busFactor(CollKind::AllReduce, 8), 232.68, 0.01);
   EXPECT_DOUBLE_EQ(busFactor(CollKind::AllGather, 4), 0.75);
   EXPECT_DOUBLE_EQ(busFactor(CollKind::Broadcast, 4), 1.0);
-  s = shapeFor(CollKind::AlltoAll, 1024, 4, 4);
-  EXPECT_DOUBLE_EQ(algBytes(CollKind::AlltoAll, s, 4, 4), 1024.0);
+  s = shapeFor(CollKind::AllToAll, 1024, 4, 4);
+  EXPECT_DOUBLE_EQ(algBytes(CollKind::AllToAll, s, 4, 4), 1024.0);
   EXPECT_TRUE(inPlaceDefined(CollKind::AllGather));
-  EXPECT_TRUE(inPlaceDefined(CollKind::AlltoAll));
+  EXPECT_TRUE(inPlaceDefined(CollKind::AllToAll));
   EXPECT_FALSE(inPlaceDefined(CollKind::SendRecv));
 }
 

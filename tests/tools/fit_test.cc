@@ -4,6 +4,7 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "algorithms/registry.h"
 #include "algorithms/selector.h"
 #include "tools/weft-tune/fit.h"
 
@@ -38,9 +39,9 @@ TEST(WeftTuneFit, CurvesForTheMeasuredShapeAndFittedLinks) {
   algo::CostInputs in = tune::fitCostInputs(start, points, false);
   EXPECT_EQ(in.measuredRanks, 8);
   EXPECT_EQ(in.measuredHosts, 1);
-  for (int a = 0; a < algo::kNumAlgos; a++) ASSERT_EQ(in.measured[a].nPoints, 4);
-  EXPECT_DOUBLE_EQ(in.measured[0].bytes[3], double(64 << 20));
-  EXPECT_DOUBLE_EQ(in.measured[0].us[0], points[0].medianUs[0]);  // an end: not smoothed
+  for (int a = 0; a < algo::algoCount(); a++) ASSERT_EQ(in.calibration(algo::AlgoId(a)).measured.nPoints, 4);
+  EXPECT_DOUBLE_EQ(in.calibration(algo::AlgoId(0)).measured.bytes[3], double(64 << 20));
+  EXPECT_DOUBLE_EQ(in.calibration(algo::AlgoId(0)).measured.us[0], points[0].medianUs[0]);  // an end: not smoothed
   // The ring gives the link: 14 hops at the small size, 1.75 B per byte at 1 GB/s.
   EXPECT_NEAR(in.intra.latencyUs, 100.0 / 14, 0.01);
   EXPECT_NEAR(in.intra.bandwidthGBs, 1.0, 0.01);
@@ -49,9 +50,9 @@ TEST(WeftTuneFit, CurvesForTheMeasuredShapeAndFittedLinks) {
   in.nranks = 8;
   in.nHosts = 1;
   in.bytes = 8;
-  EXPECT_EQ(algo::selectAlgo(plan::Coll::AllReduce, in, all), algo::Algo::Tree);
+  EXPECT_EQ(algo::selectAlgo(plan::Coll::AllReduce, in, all), algo::kBinaryTree);
   in.bytes = 64 << 20;
-  EXPECT_EQ(algo::selectAlgo(plan::Coll::AllReduce, in, all), algo::Algo::Ring);
+  EXPECT_EQ(algo::selectAlgo(plan::Coll::AllReduce, in, all), algo::kRing);
 }
 
 TEST(WeftTuneFit, MergeTakesMediansAndRefusesOtherShapes) {
@@ -61,23 +62,23 @@ TEST(WeftTuneFit, MergeTakesMediansAndRefusesOtherShapes) {
     runs[k].measuredRanks = 8;
     runs[k].measuredHosts = 1;
     runs[k].intra.latencyUs = lat[k];
-    for (int a = 0; a < algo::kNumAlgos; a++) {
-      runs[k].measured[a].add(8, a == 0 ? ring[k] : 5.0 + k);
-      runs[k].measured[a].add(1024, 100);
+    for (int a = 0; a < algo::algoCount(); a++) {
+      runs[k].calibration(algo::AlgoId(a)).measured.add(8, a == 0 ? ring[k] : 5.0 + k);
+      runs[k].calibration(algo::AlgoId(a)).measured.add(1024, 100);
     }
   }
   algo::CostInputs m = tune::mergeCalibrations(runs);
   // 8 B: the trees were best in every run (median 6); the ring's worst run
   // was 30 / 6 = 5 times the best.
-  EXPECT_DOUBLE_EQ(m.measured[1].us[0], 6);
-  EXPECT_DOUBLE_EQ(m.measured[2].us[0], 6);
-  EXPECT_DOUBLE_EQ(m.measured[0].us[0], 30);
-  EXPECT_DOUBLE_EQ(m.measured[0].us[1], 100);  // all equal: the median
+  EXPECT_DOUBLE_EQ(m.calibration(algo::AlgoId(1)).measured.us[0], 6);
+  EXPECT_DOUBLE_EQ(m.calibration(algo::AlgoId(2)).measured.us[0], 6);
+  EXPECT_DOUBLE_EQ(m.calibration(algo::AlgoId(0)).measured.us[0], 30);
+  EXPECT_DOUBLE_EQ(m.calibration(algo::AlgoId(0)).measured.us[1], 100);  // all equal: the median
   EXPECT_DOUBLE_EQ(m.intra.latencyUs, 2);
   runs[2].measuredRanks = 4;
   EXPECT_THROW(tune::mergeCalibrations(runs), std::invalid_argument);
   runs[2].measuredRanks = 8;
-  runs[2].measured[1].bytes[1] = 2048;
+  runs[2].calibration(algo::AlgoId(1)).measured.bytes[1] = 2048;
   EXPECT_THROW(tune::mergeCalibrations(runs), std::invalid_argument);
   EXPECT_THROW(tune::mergeCalibrations({}), std::invalid_argument);
 }
@@ -91,21 +92,21 @@ TEST(WeftTuneFit, MergePicksTheAlgorithmNeverFarFromTheBest) {
   for (int k = 0; k < 3; k++) {
     runs[k].measuredRanks = 8;
     runs[k].measuredHosts = 1;
-    runs[k].measured[int(algo::Algo::Ring)].add(4 << 20, ring[k]);
-    runs[k].measured[int(algo::Algo::Tree)].add(4 << 20, btree[k]);
-    runs[k].measured[int(algo::Algo::DoubleTree)].add(4 << 20, tree[k]);
+    runs[k].calibration(algo::kRing).measured.add(4 << 20, ring[k]);
+    runs[k].calibration(algo::kBinaryTree).measured.add(4 << 20, btree[k]);
+    runs[k].calibration(algo::kDoubleTree).measured.add(4 << 20, tree[k]);
   }
   algo::CostInputs m = tune::mergeCalibrations(runs);
-  const double r = m.measured[int(algo::Algo::Ring)].us[0];
-  const double b = m.measured[int(algo::Algo::Tree)].us[0];
-  const double t = m.measured[int(algo::Algo::DoubleTree)].us[0];
+  const double r = m.calibration(algo::kRing).measured.us[0];
+  const double b = m.calibration(algo::kBinaryTree).measured.us[0];
+  const double t = m.calibration(algo::kDoubleTree).measured.us[0];
   EXPECT_NEAR(r, 100 * 1.30, 1e-9);  // best median 100 x the ring's 130/100
   EXPECT_NEAR(b, 100 * 1.03, 1e-9);
   EXPECT_NEAR(t, 100 * 1.40, 1e-9);
   m.nranks = 8;
   m.nHosts = 1;
   m.bytes = 4 << 20;
-  EXPECT_EQ(algo::selectAlgo(plan::Coll::AllReduce, m, algo::AlgoFilter{}), algo::Algo::Tree);
+  EXPECT_EQ(algo::selectAlgo(plan::Coll::AllReduce, m, algo::AlgoFilter{}), algo::kBinaryTree);
 }
 
 }  // namespace

@@ -99,7 +99,7 @@ TEST(CommTopo, ComposedRingsMatchBuildRingsOnEveryFile) {
   }
 }
 
-algo::Algo pick(plan::Coll c, const algo::CostInputs& base, uint64_t bytes) {
+algo::AlgoId pick(plan::Coll c, const algo::CostInputs& base, uint64_t bytes) {
   algo::CostInputs in = base;
   in.bytes = bytes;
   return algo::selectAlgo(c, in, algo::AlgoFilter());
@@ -120,13 +120,13 @@ TEST(CommTopo, SelectorOverEveryFile) {
       double last = 0;
       for (uint64_t bytes = 8; bytes <= (4ull << 30); bytes *= 4) {
         in.bytes = bytes;
-        algo::Algo a = algo::selectAlgo(plan::Coll::AllReduce, in, algo::AlgoFilter());
+        algo::AlgoId a = algo::selectAlgo(plan::Coll::AllReduce, in, algo::AlgoFilter());
         double t = algo::estimateUs(plan::Coll::AllReduce, a, in);
         EXPECT_GE(t, last);
         last = t;
-        EXPECT_EQ(pick(plan::Coll::AllGather, in, bytes), algo::Algo::Ring);
+        EXPECT_EQ(pick(plan::Coll::AllGather, in, bytes), algo::kRing);
       }
-      if (n > 1) EXPECT_EQ(pick(plan::Coll::AllReduce, in, 4ull << 30), algo::Algo::Ring);
+      if (n > 1) EXPECT_EQ(pick(plan::Coll::AllReduce, in, 4ull << 30), algo::kRing);
     }
   }
 }
@@ -149,10 +149,10 @@ TEST(CommTopo, ClusterHandCalculationAndTreeThenRing) {
   EXPECT_NEAR(in.inter.bandwidthGBs, 10.0, 1e-6);
   EXPECT_NEAR(in.intra.bandwidthGBs, 8.0, 1e-6);
   EXPECT_DOUBLE_EQ(in.inter.latencyUs, 25.0);  // latency stays measured
-  EXPECT_EQ(pick(plan::Coll::AllReduce, in, 8), algo::Algo::DoubleTree);
-  EXPECT_EQ(pick(plan::Coll::AllReduce, in, 64 << 10), algo::Algo::DoubleTree);
-  EXPECT_EQ(pick(plan::Coll::AllReduce, in, 1ull << 30), algo::Algo::Ring);
-  EXPECT_EQ(pick(plan::Coll::AllReduce, in, 4ull << 30), algo::Algo::Ring);
+  EXPECT_EQ(pick(plan::Coll::AllReduce, in, 8), algo::kDoubleTree);
+  EXPECT_EQ(pick(plan::Coll::AllReduce, in, 64 << 10), algo::kDoubleTree);
+  EXPECT_EQ(pick(plan::Coll::AllReduce, in, 1ull << 30), algo::kRing);
+  EXPECT_EQ(pick(plan::Coll::AllReduce, in, 4ull << 30), algo::kRing);
   // Without box3, both channels cross each box's 20 GB/s SMP link: 10 GB/s
   // each; the NICs (12.5 GB/s) are not the bottleneck.
   std::vector<RankPlace> three;
@@ -176,7 +176,7 @@ TEST(CommTopo, SingleHostRingWinsLarge) {
       EXPECT_EQ(s.interHostBw, 0);
       algo::CostInputs in = costInputsFromTopology(s, n, measured());
       EXPECT_DOUBLE_EQ(in.inter.bandwidthGBs, 2.5);  // nothing between hosts: measured kept
-      EXPECT_EQ(pick(plan::Coll::AllReduce, in, 4ull << 30), algo::Algo::Ring);
+      EXPECT_EQ(pick(plan::Coll::AllReduce, in, 4ull << 30), algo::kRing);
     }
   }
   System dgx = loadFile(dataFile(testing::kDgx));

@@ -2,6 +2,8 @@
 // verifier on it; prints the verdict (and, on request, one rank's plan).
 //
 //   weft-plan-verify --algo ring --coll allreduce --nranks 8 --count 1000003
+//   (--algo: a registered algorithm (ring, binarytree, tree = the double
+//   binary tree), or alltoall for AllToAll's fixed plan)
 //                    [--channels 2] [--root 0] [--inplace] [--slot-bytes 65536]
 //                    [--slots 8] [--elem-size 4] [--hosts 0,0,1,1,...] [--dump RANK]
 //
@@ -9,14 +11,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <functional>
 #include <sstream>
 #include <string>
 
-#include "algorithms/double_tree.h"
+#include "algorithms/collectives.h"
 #include "algorithms/p2p.h"
-#include "algorithms/ring.h"
-#include "algorithms/tree.h"
+#include "algorithms/registry.h"
 #include "algorithms/verify.h"
 #include "src/util/error.h"
 
@@ -27,7 +27,7 @@ namespace {
 int usage(const char* why) {
   std::fprintf(stderr,
                "weft-plan-verify: %s\n"
-               "usage: weft-plan-verify --algo ring|tree|double_tree|alltoall --coll "
+               "usage: weft-plan-verify --algo ALGORITHM|alltoall --coll "
                "allreduce|reducescatter|allgather|broadcast|reduce|alltoall --nranks N --count C\n"
                "       [--channels K] [--root R] [--inplace] [--slot-bytes B] [--slots S] [--elem-size E]\n"
                "       [--hosts h0,h1,...] [--dump RANK]\n",
@@ -35,17 +35,12 @@ int usage(const char* why) {
   return 2;
 }
 
-bool parseColl(const std::string& s, plan::Coll* c) {
-  const std::pair<const char*, plan::Coll> names[] = {
-      {"allreduce", plan::Coll::AllReduce}, {"reducescatter", plan::Coll::ReduceScatter},
-      {"allgather", plan::Coll::AllGather}, {"broadcast", plan::Coll::Broadcast},
-      {"reduce", plan::Coll::Reduce},       {"alltoall", plan::Coll::AllToAll}};
-  for (auto& [n, v] : names)
-    if (s == n) {
-      *c = v;
-      return true;
-    }
-  return false;
+// A registered algorithm's builder; "alltoall": AllToAll's fixed plan;
+// "double_tree": the double binary tree's earlier name here.
+plan::Plan (*builderNamed(const std::string& name))(const algo::CollArgs&) {
+  if (name == "alltoall") return algo::buildAllToAll;
+  std::optional<algo::AlgoId> a = algo::findAlgo(name == "double_tree" ? "tree" : name);
+  return a ? algo::algoInfo(*a).build : nullptr;
 }
 
 }  // namespace
@@ -67,7 +62,9 @@ int main(int argc, char** argv) {
     if (!(v = val())) return usage(("missing value for " + k).c_str());
     if (k == "--algo") algoName = v;
     else if (k == "--coll") {
-      if (!parseColl(v, &a.coll)) return usage("unknown collective");
+      std::optional<plan::Coll> c = plan::parseColl(v);
+      if (!c || *c == plan::Coll::SendRecv) return usage("unknown collective");
+      a.coll = *c;
     } else if (k == "--nranks") a.nranks = std::atoi(v);
     else if (k == "--count") a.count = std::strtoull(v, nullptr, 10);
     else if (k == "--channels") a.nChannels = std::atoi(v);
@@ -83,25 +80,16 @@ int main(int argc, char** argv) {
     } else return usage(("unknown option " + k).c_str());
   }
 
-  std::function<plan::Plan(const algo::CollArgs&)> build;
-  if (algoName == "ring") build = algo::buildRing;
-  else if (algoName == "tree") build = [](const algo::CollArgs& x) { return algo::buildTree(x); };
-  else if (algoName == "double_tree") build = [&](const algo::CollArgs& x) { return algo::buildDoubleTree(x, hosts); };
-  else if (algoName == "alltoall") build = algo::buildAllToAll;
-  else return usage("unknown algorithm");
+  auto build = builderNamed(algoName);
+  if (!build) return usage("unknown algorithm");
+  a.hostOf = hosts;
 
   try {
-    verify::Problem p = verify::collectiveProblem(a.coll, a.nranks, a.count, a.root, inPlace, a.geometry);
+    std::vector<plan::Plan> plans;
+    verify::Result r = verify::verifyBuilder(build, a, inPlace, &plans);
     size_t steps = 0;
-    for (int r = 0; r < a.nranks; r++) {
-      algo::CollArgs mine = a;
-      mine.rank = r;
-      p.plans.push_back(build(mine));
-      p.plans.back().elemSize = a.elemSize;
-      steps += p.plans.back().stepCount();
-    }
-    if (dump >= 0 && dump < a.nranks) std::printf("%s", plan::describe(p.plans[dump]).c_str());
-    verify::Result r = verify::verify(p);
+    for (const plan::Plan& p : plans) steps += p.stepCount();
+    if (dump >= 0 && dump < a.nranks) std::printf("%s", plan::describe(plans[dump]).c_str());
     std::printf("%s %s n=%d count=%llu channels=%d %s: %zu steps, %llu pieces: %s\n", algoName.c_str(),
                 plan::collName(a.coll), a.nranks, (unsigned long long)a.count, a.nChannels,
                 inPlace ? "in-place" : "out-of-place", steps, (unsigned long long)r.piecesMoved,

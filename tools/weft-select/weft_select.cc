@@ -8,13 +8,12 @@
 //               [--tune FILE]
 // Without --topo it uses this machine (detected, or WEFT_TOPO_FILE).
 // WEFT_ALGO filters the candidates as it does in communicators.
-#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 
-#include "algorithms/cost_model.h"
+#include "algorithms/collectives.h"
 #include "algorithms/selector.h"
 #include "src/core/comm.h"
 #include "src/core/tune_file.h"
@@ -24,10 +23,10 @@
 #include "src/topology/topo_file.h"
 #include "src/util/env.h"
 #include "src/util/error.h"
+#include "tools/weft-select/select_table.h"
 
 namespace {
 
-using weft::algo::Algo;
 using weft::plan::Coll;
 
 [[noreturn]] void usage(int code) {
@@ -37,23 +36,11 @@ using weft::plan::Coll;
   exit(code);
 }
 
-Coll parseColl(const std::string& s) {
-  if (s == "allreduce") return Coll::AllReduce;
-  if (s == "reducescatter") return Coll::ReduceScatter;
-  if (s == "allgather") return Coll::AllGather;
-  if (s == "broadcast") return Coll::Broadcast;
-  if (s == "reduce") return Coll::Reduce;
-  usage(2);
-}
-
-// nccl-tests' bus bandwidth factor.
-double busFactor(Coll c, int n) {
-  switch (c) {
-    case Coll::AllReduce: return 2.0 * (n - 1) / n;
-    case Coll::ReduceScatter:
-    case Coll::AllGather: return double(n - 1) / n;
-    default: return 1.0;
-  }
+Coll collOption(const std::string& s) {
+  std::optional<Coll> c = weft::plan::parseColl(s);
+  // Only the collectives the selector chooses an algorithm for.
+  if (!c || weft::plan::collInfo(*c).fixedPlan) usage(2);
+  return *c;
 }
 
 }  // namespace
@@ -73,7 +60,7 @@ int main(int argc, char** argv) {
     else if (a == "--gpus") gpus = true;
     else if (a == "--ranks-per-host") ranksPerHost = atoi(next().c_str());
     else if (a == "--channels") channels = atoi(next().c_str());
-    else if (a == "--coll") coll = parseColl(next());
+    else if (a == "--coll") coll = collOption(next());
     else if (a == "--tune") tuneFile = next();
     else if (a == "-h" || a == "--help") usage(0);
     else usage(2);
@@ -93,29 +80,7 @@ int main(int argc, char** argv) {
     in.maxChannels = channels;
     weft::algo::AlgoFilter filter = weft::algo::parseAlgoFilter(weft::envString("WEFT_ALGO").value_or(""));
 
-    printf("# %s, %d ranks on %d host(s), %d channel(s); links: intra %.2f us %.2f GB/s, inter %.2f us %.2f GB/s\n",
-           weft::plan::collName(coll), n, in.nHosts, channels, in.intra.latencyUs, in.intra.bandwidthGBs,
-           in.inter.latencyUs, in.inter.bandwidthGBs);
-    printf("%12s", "size(B)");
-    for (int a = 0; a < weft::algo::kNumAlgos; a++)
-      printf(" %11s(us) %9s", weft::algo::algoName(static_cast<Algo>(a)), "busbw");
-    printf("  %s\n", "chosen (channels x slice bytes)");
-    for (uint64_t bytes = 8; bytes <= (uint64_t(4) << 30); bytes *= 4) {
-      in.bytes = bytes;
-      printf("%12llu", static_cast<unsigned long long>(bytes));
-      for (int a = 0; a < weft::algo::kNumAlgos; a++) {
-        double us = weft::algo::estimateUs(coll, static_cast<Algo>(a), in);
-        if (std::isinf(us)) {
-          printf(" %15s %9s", "-", "-");
-          continue;
-        }
-        double busbw = double(bytes) / (us * 1e3) * busFactor(coll, n);
-        printf(" %15.2f %9.3f", us, busbw);
-      }
-      weft::algo::CallChoice c = weft::algo::selectCall(coll, in, filter, weft::plan::FifoGeometry{});
-      printf("  %s (%d x %llu)\n", weft::algo::algoName(c.algo), c.shape.nChannels,
-             static_cast<unsigned long long>(c.shape.sliceBytes));
-    }
+    fputs(weft::tools::selectTable(coll, in, filter, channels).c_str(), stdout);
   } catch (const std::exception& e) {
     fprintf(stderr, "weft-select: %s\n", e.what());
     return 1;

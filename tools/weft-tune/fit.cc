@@ -6,10 +6,20 @@
 
 namespace weft::tune {
 
-using algo::Algo;
+using algo::AlgoId;
 using plan::Coll;
 
+std::vector<AlgoId> calibratedAlgos() {
+  std::vector<AlgoId> out;
+  for (int a = 0; a < algo::algoCount(); a++)
+    if (algo::algoSupports(AlgoId(a), Coll::AllReduce)) out.push_back(AlgoId(a));
+  return out;
+}
+
 namespace {
+
+const algo::MeasuredCurve& curve(const algo::CostInputs& c, AlgoId a) { return c.calibration(a).measured; }
+algo::MeasuredCurve& curve(algo::CostInputs& c, AlgoId a) { return c.calibration(a).measured; }
 
 double medianOf(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -20,12 +30,13 @@ double medianOf(std::vector<double> v) {
 // True when every algorithm's curve was measured at the same sizes (what
 // weft-tune writes), so that a point index is one size for all of them.
 bool sameSizesForAllAlgos(const algo::CostInputs& c) {
-  for (int a = 1; a < algo::kNumAlgos; a++) {
-    if (c.measured[a].nPoints != c.measured[0].nPoints) return false;
-    for (int i = 0; i < c.measured[0].nPoints; i++)
-      if (c.measured[a].bytes[i] != c.measured[0].bytes[i]) return false;
+  const algo::MeasuredCurve& first = curve(c, calibratedAlgos().front());
+  for (AlgoId a : calibratedAlgos()) {
+    if (curve(c, a).nPoints != first.nPoints) return false;
+    for (int i = 0; i < first.nPoints; i++)
+      if (curve(c, a).bytes[i] != first.bytes[i]) return false;
   }
-  return c.measured[0].nPoints > 0;
+  return first.nPoints > 0;
 }
 
 // At each size: the best algorithm's median time stays; every algorithm is
@@ -38,16 +49,17 @@ bool sameSizesForAllAlgos(const algo::CostInputs& c) {
 void scaleByWorstRegret(const std::vector<algo::CostInputs>& runs, algo::CostInputs* out) {
   for (const auto& r : runs)
     if (!sameSizesForAllAlgos(r)) return;
-  for (int i = 0; i < out->measured[0].nPoints; i++) {
-    double worst[algo::kNumAlgos] = {};
+  const std::vector<AlgoId> algos = calibratedAlgos();
+  for (int i = 0; i < curve(*out, algos.front()).nPoints; i++) {
+    std::vector<double> worst(algos.size(), 0.0);
     for (const auto& r : runs) {
-      double best = r.measured[0].us[i];
-      for (int a = 1; a < algo::kNumAlgos; a++) best = std::min(best, r.measured[a].us[i]);
-      for (int a = 0; a < algo::kNumAlgos; a++) worst[a] = std::max(worst[a], r.measured[a].us[i] / best);
+      double best = curve(r, algos.front()).us[i];
+      for (AlgoId a : algos) best = std::min(best, curve(r, a).us[i]);
+      for (size_t k = 0; k < algos.size(); k++) worst[k] = std::max(worst[k], curve(r, algos[k]).us[i] / best);
     }
-    double bestMedian = out->measured[0].us[i];
-    for (int a = 1; a < algo::kNumAlgos; a++) bestMedian = std::min(bestMedian, out->measured[a].us[i]);
-    for (int a = 0; a < algo::kNumAlgos; a++) out->measured[a].us[i] = bestMedian * worst[a];
+    double bestMedian = curve(*out, algos.front()).us[i];
+    for (AlgoId a : algos) bestMedian = std::min(bestMedian, curve(*out, a).us[i]);
+    for (size_t k = 0; k < algos.size(); k++) curve(*out, algos[k]).us[i] = bestMedian * worst[k];
   }
 }
 
@@ -59,11 +71,11 @@ algo::CostInputs mergeCalibrations(const std::vector<algo::CostInputs>& runs) {
   for (const auto& r : runs) {
     if (r.measuredRanks != out.measuredRanks || r.measuredHosts != out.measuredHosts)
       throw std::invalid_argument("calibrations of different shapes (measured.nranks / measured.nhosts)");
-    for (int a = 0; a < algo::kNumAlgos; a++) {
-      if (r.measured[a].nPoints != out.measured[a].nPoints)
+    for (int a = 0; a < algo::algoCount(); a++) {
+      if (curve(r, AlgoId(a)).nPoints != curve(out, AlgoId(a)).nPoints)
         throw std::invalid_argument("calibrations with different sizes");
-      for (int i = 0; i < r.measured[a].nPoints; i++)
-        if (r.measured[a].bytes[i] != out.measured[a].bytes[i])
+      for (int i = 0; i < curve(r, AlgoId(a)).nPoints; i++)
+        if (curve(r, AlgoId(a)).bytes[i] != curve(out, AlgoId(a)).bytes[i])
           throw std::invalid_argument("calibrations with different sizes");
     }
   }
@@ -76,11 +88,12 @@ algo::CostInputs mergeCalibrations(const std::vector<algo::CostInputs>& runs) {
   out.intra.bandwidthGBs = med([](const algo::CostInputs& r) { return r.intra.bandwidthGBs; });
   out.inter.latencyUs = med([](const algo::CostInputs& r) { return r.inter.latencyUs; });
   out.inter.bandwidthGBs = med([](const algo::CostInputs& r) { return r.inter.bandwidthGBs; });
-  for (int a = 0; a < algo::kNumAlgos; a++) {
-    out.baseUs[a] = med([a](const algo::CostInputs& r) { return r.baseUs[a]; });
-    out.bwScale[a] = med([a](const algo::CostInputs& r) { return r.bwScale[a]; });
-    for (int i = 0; i < out.measured[a].nPoints; i++)
-      out.measured[a].us[i] = med([a, i](const algo::CostInputs& r) { return r.measured[a].us[i]; });
+  for (int i = 0; i < algo::algoCount(); i++) {
+    const AlgoId a = AlgoId(i);
+    out.calibration(a).baseUs = med([a](const algo::CostInputs& r) { return r.calibration(a).baseUs; });
+    out.calibration(a).bwScale = med([a](const algo::CostInputs& r) { return r.calibration(a).bwScale; });
+    for (int k = 0; k < curve(out, a).nPoints; k++)
+      curve(out, a).us[k] = med([a, k](const algo::CostInputs& r) { return curve(r, a).us[k]; });
   }
   scaleByWorstRegret(runs, &out);
   return out;
@@ -94,7 +107,7 @@ std::vector<double> smoothLogLog(const std::vector<double>& us) {
 
 algo::CostInputs fitCostInputs(const algo::CostInputs& start, const std::vector<SweepPoint>& points, bool network) {
   algo::CostInputs in = start;
-  for (auto& c : in.measured) c = algo::MeasuredCurve{};
+  for (auto& c : in.calib) c.measured = algo::MeasuredCurve{};
   in.measuredRanks = in.measuredHosts = 0;
   if (points.size() < 2) return in;
   const SweepPoint& small = points.front();
@@ -106,37 +119,39 @@ algo::CostInputs fitCostInputs(const algo::CostInputs& start, const std::vector<
   };
   // The ring fixes the link: its latency term from the small size, its
   // bandwidth from what is left of the large one.
-  const int ring = static_cast<int>(Algo::Ring);
+  const std::vector<AlgoId> algos = calibratedAlgos();
+  const size_t ring = size_t(std::find(algos.begin(), algos.end(), algo::kRing) - algos.begin());
   algo::LinkParams& link = network ? in.inter : in.intra;
   link.latencyUs = 1.0;
   link.bandwidthGBs = 1.0;
   if (network) in.intra = link;
-  const double latPerUnit = algo::latencyTermUs(Coll::AllReduce, Algo::Ring, at(small.bytes));
+  const double latPerUnit = algo::latencyTermUs(Coll::AllReduce, algo::kRing, at(small.bytes));
   link.latencyUs = small.medianUs[ring] / std::max(latPerUnit, 1e-9);
   if (network) in.intra.latencyUs = link.latencyUs;
-  const double bytesAtUnitBw = algo::bytesTermUs(Coll::AllReduce, Algo::Ring, at(large.bytes));
+  const double bytesAtUnitBw = algo::bytesTermUs(Coll::AllReduce, algo::kRing, at(large.bytes));
   const double ringBytesUs =
-      std::max(large.medianUs[ring] - algo::latencyTermUs(Coll::AllReduce, Algo::Ring, at(large.bytes)), 1e-3);
+      std::max(large.medianUs[ring] - algo::latencyTermUs(Coll::AllReduce, algo::kRing, at(large.bytes)), 1e-3);
   link.bandwidthGBs = bytesAtUnitBw / ringBytesUs;
   if (network) in.intra.bandwidthGBs = link.bandwidthGBs;
   // The trees on top of that link: a fixed cost and a factor on bytes.
-  for (Algo a : {Algo::Tree, Algo::DoubleTree}) {
-    const int i = static_cast<int>(a);
-    in.baseUs[i] = 0;
-    in.bwScale[i] = 1;
-    in.baseUs[i] = std::max(0.0, small.medianUs[i] - algo::latencyTermUs(Coll::AllReduce, a, at(small.bytes)));
+  for (size_t i = 0; i < algos.size(); i++) {
+    if (i == ring) continue;
+    const AlgoId a = algos[i];
+    algo::AlgoCalibration& cal = in.calibration(a);
+    cal.baseUs = 0;
+    cal.bwScale = 1;
+    cal.baseUs = std::max(0.0, small.medianUs[i] - algo::latencyTermUs(Coll::AllReduce, a, at(small.bytes)));
     const double bytesUs = algo::bytesTermUs(Coll::AllReduce, a, at(large.bytes));
-    const double measured =
-        large.medianUs[i] - in.baseUs[i] - algo::latencyTermUs(Coll::AllReduce, a, at(large.bytes));
-    in.bwScale[i] = std::max(measured, 1e-3) / std::max(bytesUs, 1e-9);
+    const double measured = large.medianUs[i] - cal.baseUs - algo::latencyTermUs(Coll::AllReduce, a, at(large.bytes));
+    cal.bwScale = std::max(measured, 1e-3) / std::max(bytesUs, 1e-9);
   }
   in.measuredRanks = start.nranks;
   in.measuredHosts = start.nHosts;
-  for (int a = 0; a < algo::kNumAlgos; a++) {
+  for (size_t k = 0; k < algos.size(); k++) {
     std::vector<double> us;
-    for (const SweepPoint& p : points) us.push_back(std::max(p.medianUs[a], 1e-3));
+    for (const SweepPoint& p : points) us.push_back(std::max(p.medianUs[k], 1e-3));
     us = smoothLogLog(us);
-    for (size_t i = 0; i < points.size(); i++) in.measured[a].add(double(points[i].bytes), us[i]);
+    for (size_t i = 0; i < points.size(); i++) curve(in, algos[k]).add(double(points[i].bytes), us[i]);
   }
   return in;
 }

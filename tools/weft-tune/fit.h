@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "algorithms/cost_model.h"
+#include "algorithms/registry.h"
 #include "tools/weft-tune/interleaved_timing.h"
 
 namespace weft::tune {
@@ -20,7 +21,12 @@ namespace weft::tune {
 // about sqrt(3).
 std::vector<double> smoothLogLog(const std::vector<double>& us);
 
-// points[i].medianUs is indexed by algorithm (Algo's value). `start` holds
+// The algorithms weft-tune times and calibrates: every registered one that
+// implements AllReduce, in registry order. SweepPoint::medianUs[k] is the
+// time of calibratedAlgos()[k].
+std::vector<algo::AlgoId> calibratedAlgos();
+
+// points[i].medianUs is indexed as calibratedAlgos(). `start` holds
 // the communicator's topology-derived inputs; `network`: fit the network
 // link's constants (ranks over sockets) instead of shared memory's.
 // Several calibrations of the same shape and sizes (separate runs: on an

@@ -26,7 +26,7 @@
 
 namespace {
 
-using weft::algo::Algo;
+using weft::algo::AlgoId;
 using weft::plan::Coll;
 
 struct Options {
@@ -110,7 +110,11 @@ Options parse(int argc, char** argv) {
   return o;
 }
 
-const Algo kAlgos[] = {Algo::Ring, Algo::Tree, Algo::DoubleTree};
+// "%11s" per calibrated algorithm's name, then `tail` names.
+void printNames(const std::vector<const char*>& tail) {
+  for (AlgoId a : weft::tune::calibratedAlgos()) printf(" %11s", weft::algo::algoName(a));
+  for (const char* t : tail) printf(" %11s", t);
+}
 
 bool ok(weftResult_t r, const char* what) {
   if (r == weftSuccess) return true;
@@ -131,28 +135,33 @@ void printHeader(const Options& o, weftComm_t base, const char* ranksAre) {
 int reportCheck(const Options& o, weftComm_t autoComm, const std::vector<weft::tune::SweepPoint>& points) {
   const weft::algo::CostInputs& in = autoComm->costBase;
   const char* tune = getenv("WEFT_TUNE_FILE");
+  const std::vector<AlgoId> algos = weft::tune::calibratedAlgos();
   bool curves = false;
-  for (Algo a : kAlgos) curves |= weft::algo::usesMeasuredCurve(Coll::AllReduce, a, in);
+  for (AlgoId a : algos) curves |= weft::algo::usesMeasuredCurve(Coll::AllReduce, a, in);
   printf("# selector inputs: %s%s\n", tune ? tune : "no WEFT_TUNE_FILE (model defaults)",
          tune ? (curves ? " (measured curves match this shape)" : " (fitted constants only)") : "");
-  printf("%12s %6s %11s %11s %11s %11s  %-10s %-10s %7s\n", "size", "iters", "ring", "binarytree", "tree", "auto",
-         "choice", "best", "ch/best");
+  printf("%12s %6s", "size", "iters");
+  printNames({"auto"});
+  printf("  %-10s %-10s %7s\n", "choice", "best", "ch/best");
   int misses = 0;
   long wrong = 0;
   for (const auto& p : points) {
     weft::algo::CostInputs at = in;
     at.bytes = p.bytes;
-    const Algo choice = weft::algo::selectAlgo(Coll::AllReduce, at, autoComm->algoFilter);
-    int best = 0;
-    for (int a = 1; a < weft::algo::kNumAlgos; a++)
-      if (p.medianUs[a] < p.medianUs[best]) best = a;
-    const double ratio = p.medianUs[int(choice)] / p.medianUs[best];
+    const AlgoId choice = weft::algo::selectAlgo(Coll::AllReduce, at, autoComm->algoFilter);
+    size_t best = 0, chosen = 0;
+    for (size_t k = 0; k < algos.size(); k++) {
+      if (p.medianUs[k] < p.medianUs[best]) best = k;
+      if (algos[k] == choice) chosen = k;
+    }
+    const double ratio = p.medianUs[chosen] / p.medianUs[best];
     const bool miss = ratio > 1 + o.tolerance;
     misses += miss;
     for (long w : p.wrong) wrong += w;
-    printf("%12zu %6d %11.2f %11.2f %11.2f %11.2f  %-10s %-10s %7.3f%s\n", p.bytes, p.iters, p.medianUs[0],
-           p.medianUs[1], p.medianUs[2], p.medianUs[3], weft::algo::algoName(choice),
-           weft::algo::algoName(Algo(best)), ratio, miss ? "  MISS" : "");
+    printf("%12zu %6d", p.bytes, p.iters);
+    for (double us : p.medianUs) printf(" %11.2f", us);
+    printf("  %-10s %-10s %7.3f%s\n", weft::algo::algoName(choice), weft::algo::algoName(algos[best]), ratio,
+           miss ? "  MISS" : "");
   }
   printf("# times: us per call (median over samples of the slowest rank); auto: the selector's own communicator\n");
   printf("# selector's choice within %.0f%% of the best algorithm at %zu of %zu sizes; wrong elements: %ld\n",
@@ -162,9 +171,14 @@ int reportCheck(const Options& o, weftComm_t autoComm, const std::vector<weft::t
 
 int reportCalibration(const Options& o, weftComm_t base, const std::vector<weft::tune::SweepPoint>& points) {
   long wrong = 0;
-  printf("%12s %6s %11s %11s %11s\n", "size", "iters", "ring", "binarytree", "tree");
+  const size_t nAlgos = weft::tune::calibratedAlgos().size();
+  printf("%12s %6s", "size", "iters");
+  printNames({});
+  printf("\n");
   for (const auto& p : points) {
-    printf("%12zu %6d %11.2f %11.2f %11.2f\n", p.bytes, p.iters, p.medianUs[0], p.medianUs[1], p.medianUs[2]);
+    printf("%12zu %6d", p.bytes, p.iters);
+    for (size_t k = 0; k < nAlgos; k++) printf(" %11.2f", p.medianUs[k]);
+    printf("\n");
     for (long w : p.wrong) wrong += w;
   }
   if (wrong) {
@@ -193,7 +207,7 @@ int reportCalibration(const Options& o, weftComm_t base, const std::vector<weft:
 // One rank's whole run. Returns the exit status (meaningful on rank 0).
 int runRank(const Options& o, weftComm_t base, int rank, int nranks, const char* ranksAre) {
   std::vector<weftComm_t> timed;
-  for (Algo a : kAlgos) {
+  for (AlgoId a : weft::tune::calibratedAlgos()) {
     weftComm_t c = nullptr;
     if (!ok(weftCommSplit(base, 0, rank, &c, nullptr), "weftCommSplit")) return 1;
     c->algoFilter = weft::algo::parseAlgoFilter(std::string("allreduce:") + weft::algo::algoName(a));
