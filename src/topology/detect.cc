@@ -17,9 +17,9 @@
 #include <mutex>
 
 #include "src/topology/topo_file.h"
-#include "src/util/env.h"
 #include "src/util/error.h"
 #include "src/util/log.h"
+#include "src/util/settings.h"
 
 namespace weft::topo {
 
@@ -249,14 +249,14 @@ System detectLocal(const DetectOptions& opts) {
 
 System systemFromEnv() {
   System sys;
-  if (auto file = envString("WEFT_TOPO_FILE")) {
+  if (auto file = settings::get(settings::kTopoFile)) {
     sys = loadFile(*file);
     WEFT_INFO(kGraph, "topology: loaded %s (%zu hosts, %zu nodes)", file->c_str(), sys.hosts.size(),
               sys.nodes.size());
   } else {
     sys = detectLocal();
   }
-  if (auto dump = envString("WEFT_TOPO_DUMP_FILE")) {
+  if (auto dump = settings::get(settings::kTopoDumpFile)) {
     dumpFile(sys, *dump);
     WEFT_INFO(kGraph, "topology: written to %s", dump->c_str());
   }
@@ -273,7 +273,7 @@ int hostNamed(const System& sys, const std::string& hostName) {
 LocalTopology localTopology() {
   static std::mutex mutex;
   static std::map<std::string, std::shared_ptr<const System>> cache;  // "" = detected
-  const std::string file = envString("WEFT_TOPO_FILE").value_or("");
+  const std::string file = settings::get(settings::kTopoFile).value_or("");
   std::shared_ptr<const System> sys;
   {
     std::lock_guard<std::mutex> lock(mutex);

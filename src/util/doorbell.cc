@@ -5,7 +5,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "src/util/env.h"
+#include "src/util/settings.h"
 
 namespace weft {
 
@@ -30,12 +30,12 @@ void sleepOn(Doorbell* bell, uint32_t seen, int64_t timeoutNs) {
 }
 
 int spinCount() {
-  static const int n = static_cast<int>(envInt("WEFT_SPIN_COUNT", 200));
+  static const int n = static_cast<int>(settings::get(settings::kSpinCount));
   return n;
 }
 
 int64_t yieldWindowNs() {
-  static const int64_t ns = envInt("WEFT_YIELD_US", 2000) * 1000;
+  static const int64_t ns = settings::get(settings::kYieldUs) * 1000;
   return ns;
 }
 

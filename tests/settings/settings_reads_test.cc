@@ -25,19 +25,6 @@ const std::map<std::string, std::string> kAllowed = {
     // read the launch variables (scope Launch) and WEFT_COMM_ID themselves.
     {"benchmarks/common/harness.cc", "launch"},
     {"tools/weft-tune/weft_tune.cc", "launch"},
-    // Not converted yet: each read becomes settings::get(settings::kX) (or
-    // comm->config.get(...) where a communicator is at hand); remove the
-    // line with it.
-    {"src/core/connections.cc", "to convert"},
-    {"src/topology/detect.cc", "to convert"},
-    {"src/topology/local_system.cc", "to convert"},
-    {"src/util/doorbell.cc", "to convert"},
-    {"tools/weft-select/weft_select.cc", "to convert"},
-    {"transports/ib/gdr_config.cc", "to convert"},
-    {"transports/ib/ib_config.cc", "to convert"},
-    {"transports/ib/verbs_loader.cc", "to convert"},
-    {"transports/socket/socket_connection.cc", "to convert"},
-    {"transports/socket/socket_transport.cc", "to convert"},
 };
 
 bool isCode(const fs::path& p) {

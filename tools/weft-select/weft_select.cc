@@ -21,9 +21,9 @@
 #include "src/topology/detect.h"
 #include "src/topology/rings.h"
 #include "src/topology/topo_file.h"
-#include "src/util/env.h"
 #include "src/util/error.h"
 #include "tools/weft-select/select_table.h"
+#include "src/util/settings.h"
 
 namespace {
 
@@ -78,7 +78,7 @@ int main(int argc, char** argv) {
         weft::topo::costInputsFromTopology(sum, n, weft::defaultCostInputs(n, std::max(sum.nHosts, 1)));
     if (!tuneFile.empty()) weft::loadTuneFile(tuneFile, &in);
     in.maxChannels = channels;
-    weft::algo::AlgoFilter filter = weft::algo::parseAlgoFilter(weft::envString("WEFT_ALGO").value_or(""));
+    weft::algo::AlgoFilter filter = weft::algo::parseAlgoFilter(weft::settings::get(weft::settings::kAlgo).value_or(""));
 
     fputs(weft::tools::selectTable(coll, in, filter, channels).c_str(), stdout);
   } catch (const std::exception& e) {

@@ -4,9 +4,9 @@
 
 #include <atomic>
 
-#include "src/util/env.h"
 #include "src/util/error.h"
 #include "src/util/log.h"
+#include "src/util/settings.h"
 
 namespace weft::ib {
 
@@ -103,10 +103,10 @@ GdrDecision decideGdr(const GdrSettings& s, const GdrFacts& f) {
 
 GdrSettings readGdrSettings() {
   GdrSettings s;
-  s.disabled = envBool("WEFT_GDR_DISABLE", false);
-  s.dmabufEnabled = envBool("WEFT_DMABUF_ENABLE", true);
-  s.flushDisabled = envBool("WEFT_GDR_FLUSH_DISABLE", false);
-  if (auto level = envString("WEFT_NET_GDR_LEVEL")) {
+  s.disabled = settings::get(settings::kGdrDisable);
+  s.dmabufEnabled = settings::get(settings::kDmabufEnable);
+  s.flushDisabled = settings::get(settings::kGdrFlushDisable);
+  if (auto level = settings::get(settings::kNetGdrLevel)) {
     s.maxDistance = parseGdrLevel(*level);
     s.levelSet = true;
   }

@@ -2,9 +2,9 @@
 
 #include <algorithm>
 
-#include "src/util/env.h"
 #include "src/util/error.h"
 #include "transports/ib/conn_info.h"
+#include "src/util/settings.h"
 
 namespace weft::ib {
 
@@ -139,14 +139,14 @@ void validateIbConfig(const IbConfig& c) {
 
 IbConfig readIbConfig() {
   IbConfig c;
-  c.disable = envBool("WEFT_IB_DISABLE", false);
-  c.hca = envString("WEFT_IB_HCA").value_or("");
-  c.gidIndex = static_cast<int>(envInt("WEFT_IB_GID_INDEX", -1));
-  c.trafficClass = static_cast<int>(envInt("WEFT_IB_TC", 0));
-  c.serviceLevel = static_cast<int>(envInt("WEFT_IB_SL", 0));
-  c.timeout = static_cast<int>(envInt("WEFT_IB_TIMEOUT", 20));
-  c.retryCount = static_cast<int>(envInt("WEFT_IB_RETRY_CNT", 7));
-  c.qpsPerConnection = static_cast<int>(envInt("WEFT_IB_QPS_PER_CONNECTION", 1));
+  c.disable = settings::get(settings::kIbDisable);
+  c.hca = settings::get(settings::kIbHca).value_or("");
+  c.gidIndex = static_cast<int>(settings::get(settings::kIbGidIndex));
+  c.trafficClass = static_cast<int>(settings::get(settings::kIbTc));
+  c.serviceLevel = static_cast<int>(settings::get(settings::kIbSl));
+  c.timeout = static_cast<int>(settings::get(settings::kIbTimeout));
+  c.retryCount = static_cast<int>(settings::get(settings::kIbRetryCnt));
+  c.qpsPerConnection = static_cast<int>(settings::get(settings::kIbQpsPerConnection));
   validateIbConfig(c);
   return c;
 }

@@ -4,8 +4,8 @@
 
 #include <mutex>
 
-#include "src/util/env.h"
 #include "src/util/log.h"
+#include "src/util/settings.h"
 
 namespace weft::ib {
 
@@ -62,7 +62,7 @@ VerbsLoad loadVerbsFrom(const std::string& name) {
 
 const Verbs* loadVerbs(std::string* why) {
   static const VerbsLoad loaded = [] {
-    std::string name = envString("WEFT_IB_VERBS_LIB").value_or("libibverbs.so.1");
+    std::string name = *settings::get(settings::kIbVerbsLib);
     VerbsLoad l = loadVerbsFrom(name);
     if (l.ok)
       WEFT_INFO(kNet, "NET/IB: loaded %s (%s)", name.c_str(),

@@ -3,7 +3,6 @@
 #include <cstring>
 #include <vector>
 
-#include "src/util/env.h"
 #include "src/util/error.h"
 #include "src/util/log.h"
 
@@ -11,6 +10,7 @@
 #include <cuda_runtime_api.h>
 
 #include "src/exec/cuda/runtime.h"
+#include "src/util/settings.h"
 #endif
 
 namespace weft {
@@ -61,7 +61,7 @@ class P2pTransport : public Transport {
   bool canConnect(const ConnectContext& ctx, int peer, std::string* why) const override {
     const PeerInfo& me = ctx.self();
     const PeerInfo& other = ctx.peer(peer);
-    if (envBool("WEFT_P2P_DISABLE", false)) {
+    if (settings::get(settings::kP2pDisable)) {
       *why = "WEFT_P2P_DISABLE=1";
       return false;
     }

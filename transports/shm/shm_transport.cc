@@ -10,12 +10,12 @@
 #include <cstring>
 #include <optional>
 
-#include "src/util/env.h"
 #include "src/util/error.h"
 #include "src/util/log.h"
 #include "transports/shm/shm_segment.h"
 #include "transports/shm/shm_transport.h"
 #include "transports/transport.h"
+#include "src/util/settings.h"
 
 namespace weft {
 namespace {
@@ -87,7 +87,7 @@ class ShmTransport : public Transport {
   const char* name() const override { return "SHM"; }
 
   bool canConnect(const ConnectContext& ctx, int peer, std::string* why) const override {
-    return shmCanJoin(envBool("WEFT_SHM_DISABLE", false), ctx.peer(peer).hostHash == ctx.self().hostHash,
+    return shmCanJoin(settings::get(settings::kShmDisable), ctx.peer(peer).hostHash == ctx.self().hostHash,
                       ctx.topoKind(peer), why);
   }
 

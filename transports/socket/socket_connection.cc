@@ -5,9 +5,9 @@
 
 #include <cstring>
 
-#include "src/util/env.h"
 #include "src/util/error.h"
 #include "src/util/log.h"
+#include "src/util/settings.h"
 
 namespace weft {
 
@@ -46,7 +46,7 @@ SocketConnection::SocketConnection(Params params, std::vector<Socket> sockets, S
   }
   proxyEnd_ = end;
   // WEFT_SOCKET_INLINE: 0 off, 1 the default size, else the largest piece.
-  const int64_t inl = envInt("WEFT_SOCKET_INLINE", 1);
+  const int64_t inl = settings::get(settings::kSocketInline);
   if (inl < 0) raise(weftInvalidArgument, "WEFT_SOCKET_INLINE=%ld must be 0, 1 or a size in bytes", long(inl));
   inlineMaxBytes_ = inl == 1 ? (p_.oversubscribed ? 0 : kDefaultInlineMaxBytes) : static_cast<uint64_t>(inl);
   if (inlineMaxBytes_ != 0) end.progress = this;

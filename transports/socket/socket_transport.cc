@@ -8,11 +8,11 @@
 // for that message, connects the sockets and proves the secret on each.
 #include <cstring>
 
-#include "src/util/env.h"
 #include "src/util/error.h"
 #include "src/util/log.h"
 #include "transports/socket/socket_connection.h"
 #include "transports/transport.h"
+#include "src/util/settings.h"
 
 namespace weft {
 
@@ -21,7 +21,7 @@ using namespace socket_wire;
 namespace {
 
 uint32_t socketCount() {
-  int64_t n = envInt("WEFT_SOCKET_NSOCKS", 2);
+  int64_t n = settings::get(settings::kSocketNSocks);
   if (n < 1 || n > kMaxSockets)
     raise(weftInvalidArgument, "WEFT_SOCKET_NSOCKS=%ld: must be 1..%u", static_cast<long>(n), kMaxSockets);
   return static_cast<uint32_t>(n);
