@@ -14,33 +14,6 @@ using plan::Buf;
 using plan::Plan;
 using plan::Step;
 
-const char* issueName(IssueKind k) {
-  switch (k) {
-    case IssueKind::BadStep: return "bad-step";
-    case IssueKind::OutOfBounds: return "out-of-bounds";
-    case IssueKind::FifoShared: return "fifo-shared";
-    case IssueKind::SizeMismatch: return "size-mismatch";
-    case IssueKind::NoSender: return "no-sender";
-    case IssueKind::Deadlock: return "deadlock";
-    case IssueKind::Leftover: return "leftover";
-    case IssueKind::Uninitialised: return "uninitialised";
-    case IssueKind::WrongContent: return "wrong-content";
-  }
-  return "?";
-}
-
-bool Result::has(IssueKind k) const {
-  for (const auto& i : issues)
-    if (i.kind == k) return true;
-  return false;
-}
-
-std::string Result::text() const {
-  std::string s;
-  for (const auto& i : issues) s += std::string(issueName(i.kind)) + ": " + i.text + "\n";
-  return s;
-}
-
 namespace {
 
 // Defects a value picked up on its way; any of them makes it wrong.

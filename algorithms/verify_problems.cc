@@ -1,12 +1,40 @@
 // What each rank's output must hold after a collective or a batch of
-// point-to-point calls: the Problems the verifier checks plans against.
-// (The simulation itself is verify.cc.)
+// point-to-point calls (the Problems the verifier checks plans against),
+// and how the issues found are named. The simulation itself is verify.cc.
 #include <algorithm>
 #include <map>
+#include <string>
 
 #include "algorithms/verify.h"
 
 namespace weft::verify {
+
+const char* issueName(IssueKind k) {
+  switch (k) {
+    case IssueKind::BadStep: return "bad-step";
+    case IssueKind::OutOfBounds: return "out-of-bounds";
+    case IssueKind::FifoShared: return "fifo-shared";
+    case IssueKind::SizeMismatch: return "size-mismatch";
+    case IssueKind::NoSender: return "no-sender";
+    case IssueKind::Deadlock: return "deadlock";
+    case IssueKind::Leftover: return "leftover";
+    case IssueKind::Uninitialised: return "uninitialised";
+    case IssueKind::WrongContent: return "wrong-content";
+  }
+  return "?";
+}
+
+bool Result::has(IssueKind k) const {
+  for (const auto& i : issues)
+    if (i.kind == k) return true;
+  return false;
+}
+
+std::string Result::text() const {
+  std::string s;
+  for (const auto& i : issues) s += std::string(issueName(i.kind)) + ": " + i.text + "\n";
+  return s;
+}
 
 namespace {
 

@@ -95,6 +95,14 @@ class IbConnection : public Connection {
     return "";
   }
   bool wantsGpuSlots() const { return device_ && device_->gdr.mode != GdrMode::Staged; }
+  struct PortState {
+    uint8_t num = 0;
+    ibv_port_attr attr{};
+    ibv_gid gid{};
+  };
+  PortState openPort();
+  ConnInfo localInfo(const PortState& port, const FifoGeometry& g) const;
+  ConnInfo exchangeInfo(ConnectContext& ctx, uint64_t tag, const ConnInfo& mine);
   void createQueues(uint32_t nSlots);
   void placeSlots(uint32_t nSlots, uint64_t slotBytes, const LoopbackAddress& self);
   void postFlush(FlushSchedule& flush);
@@ -220,21 +228,79 @@ void IbConnection::postRecv(size_t qpIndex) {
   if (rc) raise(weftSystemError, "NET/IB: ibv_post_recv on %s failed: %s", where().c_str(), std::strerror(rc));
 }
 
-void IbConnection::connect(ConnectContext& ctx, uint64_t tag) {
+// The port as it stands now: active, with the GID the choice names.
+IbConnection::PortState IbConnection::openPort() {
   std::string why;
   const Verbs* v = loadVerbs(&why);
   if (!v) raise(weftSystemError, "NET/IB: libibverbs not available: %s", why.c_str());
   dev_ = openIbDevice(v, choice_.port.dev);
-  uint8_t portNum = static_cast<uint8_t>(choice_.port.port);
-  ibv_port_attr pattr{};
-  if (v->queryPort(dev_->ctx, portNum, &pattr) != 0)
+  PortState st;
+  st.num = static_cast<uint8_t>(choice_.port.port);
+  if (v->queryPort(dev_->ctx, st.num, &st.attr) != 0)
     raise(weftSystemError, "NET/IB: ibv_query_port(%s) failed", where().c_str());
-  if (pattr.state != IBV_PORT_ACTIVE)
-    raise(weftSystemError, "NET/IB: port %s went %s", where().c_str(), v->portStateStr(pattr.state));
-  ibv_gid gid{};
-  if (v->queryGid(dev_->ctx, portNum, choice_.gidIndex, &gid) != 0)
+  if (st.attr.state != IBV_PORT_ACTIVE)
+    raise(weftSystemError, "NET/IB: port %s went %s", where().c_str(), v->portStateStr(st.attr.state));
+  if (v->queryGid(dev_->ctx, st.num, choice_.gidIndex, &st.gid) != 0)
     raise(weftSystemError, "NET/IB: ibv_query_gid(%s, index %d) failed", where().c_str(), choice_.gidIndex);
+  return st;
+}
 
+// What the peer needs to reach this end: QPs, PSN, address, and where to
+// write (the receiver's slots, or the sender's credit word).
+ConnInfo IbConnection::localInfo(const PortState& port, const FifoGeometry& g) const {
+  ConnInfo mine;
+  mine.role = isSender_ ? ConnRole::Sender : ConnRole::Receiver;
+  mine.usable = 1;
+  mine.linkLayer = port.attr.link_layer;
+  mine.mtu = static_cast<uint8_t>(port.attr.active_mtu);
+  mine.srcRank = rank_;
+  mine.dstRank = peer_;
+  mine.nQps = static_cast<uint32_t>(qps_.size());
+  for (size_t q = 0; q < qps_.size(); ++q) mine.qpn[q] = qps_[q]->qp_num;
+  mine.psn = psn_;
+  mine.lid = port.attr.lid;
+  std::memcpy(mine.gid.data(), port.gid.raw, 16);
+  mine.nSlots = g.nSlots;
+  mine.slotBytes = g.slotBytes;
+  if (isSender_) {
+    mine.creditAddr = reinterpret_cast<uint64_t>(creditMem_);
+    mine.creditRkey = creditMr_.rkey;
+  } else {
+    mine.fifoAddr = reinterpret_cast<uint64_t>(end_.data);
+    mine.fifoRkey = fifo_->slotKeys().rkey;
+  }
+  return mine;
+}
+
+// Swaps ConnInfo with the peer and refuses a peer that does not match this
+// end (wrong pair, no IB, different QP count, geometry or link layer).
+ConnInfo IbConnection::exchangeInfo(ConnectContext& ctx, uint64_t tag, const ConnInfo& mine) {
+  auto wire = encodeConnInfo(mine);
+  ctx.bootstrap->send(peer_, tag, wire.data(), wire.size());
+  std::vector<uint8_t> got(connInfoWireBytes());
+  ctx.bootstrap->recv(peer_, tag, got.data(), got.size());
+  ConnInfo remote = decodeConnInfo(got.data(), got.size());
+  ConnRole wantRole = isSender_ ? ConnRole::Receiver : ConnRole::Sender;
+  if (remote.role != wantRole || remote.srcRank != peer_ || remote.dstRank != rank_)
+    raise(weftRemoteError, "NET/IB: %s: connection info is for rank %d -> %d (%s side), expected %d -> %d",
+          where().c_str(), remote.srcRank, remote.dstRank, remote.role == ConnRole::Sender ? "send" : "receive", peer_,
+          rank_);
+  if (!remote.usable) raise(weftRemoteError, "NET/IB: %s: the peer has no usable IB port", where().c_str());
+  if (remote.nQps != mine.nQps)
+    raise(weftInvalidUsage, "NET/IB: %s: WEFT_IB_QPS_PER_CONNECTION differs (%u here, %u on the peer)",
+          where().c_str(), mine.nQps, remote.nQps);
+  if (remote.nSlots != mine.nSlots || remote.slotBytes != mine.slotBytes)
+    raise(weftInvalidUsage, "NET/IB: %s: FIFO geometry differs (%u x %lu here, %u x %lu on the peer)",
+          where().c_str(), mine.nSlots, static_cast<unsigned long>(mine.slotBytes), remote.nSlots,
+          static_cast<unsigned long>(remote.slotBytes));
+  if (remote.linkLayer != mine.linkLayer)
+    raise(weftInvalidUsage, "NET/IB: %s: link layers differ (%s here, the peer's is code %u)", where().c_str(),
+          linkLayerName(choice_.port.linkLayer), remote.linkLayer);
+  return remote;
+}
+
+void IbConnection::connect(ConnectContext& ctx, uint64_t tag) {
+  const PortState port = openPort();
   const uint32_t nSlots = ctx.geometry.nSlots;
   const uint64_t slotBytes = ctx.geometry.slotBytes;
   if (slotBytes > kImmMaxBytes)
@@ -243,12 +309,12 @@ void IbConnection::connect(ConnectContext& ctx, uint64_t tag) {
   createQueues(nSlots);
 
   LoopbackAddress self;
-  self.port = portNum;
+  self.port = port.num;
   self.roce = choice_.port.linkLayer == LinkLayer::Ethernet;
-  self.lid = pattr.lid;
-  self.gid = gid;
+  self.lid = port.attr.lid;
+  self.gid = port.gid;
   self.gidIndex = choice_.gidIndex;
-  self.mtu = pattr.active_mtu;
+  self.mtu = port.attr.active_mtu;
   placeSlots(nSlots, slotBytes, self);
   creditMem_ = static_cast<uint64_t*>(std::aligned_alloc(kPage, kPage));
   if (!creditMem_) raise(weftSystemError, "NET/IB: out of memory for a credit page");
@@ -266,50 +332,9 @@ void IbConnection::connect(ConnectContext& ctx, uint64_t tag) {
 
   std::random_device rd;
   psn_ = rd() & 0xffffff;
-  ConnInfo mine;
-  mine.role = isSender_ ? ConnRole::Sender : ConnRole::Receiver;
-  mine.usable = 1;
-  mine.linkLayer = pattr.link_layer;
-  mine.mtu = static_cast<uint8_t>(pattr.active_mtu);
-  mine.srcRank = rank_;
-  mine.dstRank = peer_;
-  mine.nQps = static_cast<uint32_t>(qps_.size());
-  for (size_t q = 0; q < qps_.size(); ++q) mine.qpn[q] = qps_[q]->qp_num;
-  mine.psn = psn_;
-  mine.lid = pattr.lid;
-  std::memcpy(mine.gid.data(), gid.raw, 16);
-  mine.nSlots = nSlots;
-  mine.slotBytes = slotBytes;
-  if (isSender_) {
-    mine.creditAddr = reinterpret_cast<uint64_t>(creditMem_);
-    mine.creditRkey = creditMr_.rkey;
-  } else {
-    mine.fifoAddr = reinterpret_cast<uint64_t>(end_.data);
-    mine.fifoRkey = fifo_->slotKeys().rkey;
-  }
+  const ConnInfo mine = localInfo(port, ctx.geometry);
   remote_.mtu = mine.mtu;  // toReadyToSend takes the smaller of the two
-
-  auto wire = encodeConnInfo(mine);
-  ctx.bootstrap->send(peer_, tag, wire.data(), wire.size());
-  std::vector<uint8_t> got(connInfoWireBytes());
-  ctx.bootstrap->recv(peer_, tag, got.data(), got.size());
-  ConnInfo remote = decodeConnInfo(got.data(), got.size());
-  ConnRole wantRole = isSender_ ? ConnRole::Receiver : ConnRole::Sender;
-  if (remote.role != wantRole || remote.srcRank != peer_ || remote.dstRank != rank_)
-    raise(weftRemoteError, "NET/IB: %s: connection info is for rank %d -> %d (%s side), expected %d -> %d",
-          where().c_str(), remote.srcRank, remote.dstRank, remote.role == ConnRole::Sender ? "send" : "receive", peer_,
-          rank_);
-  if (!remote.usable) raise(weftRemoteError, "NET/IB: %s: the peer has no usable IB port", where().c_str());
-  if (remote.nQps != mine.nQps)
-    raise(weftInvalidUsage, "NET/IB: %s: WEFT_IB_QPS_PER_CONNECTION differs (%u here, %u on the peer)",
-          where().c_str(), mine.nQps, remote.nQps);
-  if (remote.nSlots != nSlots || remote.slotBytes != slotBytes)
-    raise(weftInvalidUsage, "NET/IB: %s: FIFO geometry differs (%u x %lu here, %u x %lu on the peer)",
-          where().c_str(), nSlots, static_cast<unsigned long>(slotBytes), remote.nSlots,
-          static_cast<unsigned long>(remote.slotBytes));
-  if (remote.linkLayer != mine.linkLayer)
-    raise(weftInvalidUsage, "NET/IB: %s: link layers differ (%s here, the peer's is code %u)", where().c_str(),
-          linkLayerName(choice_.port.linkLayer), remote.linkLayer);
+  const ConnInfo remote = exchangeInfo(ctx, tag, mine);
   toReadyToSend(remote);
   remote_ = remote;
 
@@ -322,7 +347,7 @@ void IbConnection::connect(ConnectContext& ctx, uint64_t tag) {
 
   proxy_ = std::thread([this] { proxyMain(); });
   WEFT_INFO(kNet | kInit, "NET/IB: rank %d %s rank %d via %s, GID index %d, MTU %d, %zu QP(s), %u slots of %lu bytes",
-            rank_, isSender_ ? "->" : "<-", peer_, describe().c_str(), choice_.gidIndex, 128 << pattr.active_mtu,
+            rank_, isSender_ ? "->" : "<-", peer_, describe().c_str(), choice_.gidIndex, 128 << port.attr.active_mtu,
             qps_.size(), nSlots, static_cast<unsigned long>(slotBytes));
   if (device_) {
     std::string detail;

@@ -185,6 +185,48 @@ namespace {
 size_t alignUp(size_t n) { return (n + 255) / 256 * 256; }
 }  // namespace
 
+// The plan's device image: from the cache when `keep` still owns it, else
+// built and copied in stream order (cached when `keep` is set; otherwise
+// *temporary is set and the caller frees it after the launch).
+DeviceState::Uploaded DeviceState::upload(const plan::Plan& p, const std::shared_ptr<const plan::Plan>& keep,
+                                          const FifoLookup& fifos, cudaStream_t stream, bool* temporary) {
+  auto it = keep ? plans_.find(&p) : plans_.end();
+  if (it != plans_.end() && it->second.keep == keep) return it->second;
+  Uploaded u;
+  HostImage img = buildImage(p, fifos);
+  const size_t chBytes = alignUp(img.channels.size() * sizeof(DevChannel));
+  const size_t stBytes = alignUp(img.steps.size() * sizeof(DevStep));
+  const size_t fiBytes = img.fifos.size() * sizeof(DevFifo);
+  std::vector<char> host(chBytes + stBytes + fiBytes);
+  memcpy(host.data(), img.channels.data(), img.channels.size() * sizeof(DevChannel));
+  memcpy(host.data() + chBytes, img.steps.data(), img.steps.size() * sizeof(DevStep));
+  memcpy(host.data() + chBytes + stBytes, img.fifos.data(), fiBytes);
+  void* blob = nullptr;
+  if (keep) {
+    // No device-wide synchronisation here (see the scratch buffer in run): the copy is
+    // ordered on the caller's stream, before the kernel that reads it.
+    WEFT_CUDA_CHECK(cudaMalloc(&blob, host.size()));
+    WEFT_CUDA_CHECK(cudaMemcpyAsync(blob, host.data(), host.size(), cudaMemcpyHostToDevice, stream));
+  } else {
+    // An uncached plan (grouped point-to-point) lives as long as its
+    // launch, in stream order.
+    *temporary = true;
+    WEFT_CUDA_CHECK(cudaMallocAsync(&blob, host.size(), stream));
+    WEFT_CUDA_CHECK(cudaMemcpyAsync(blob, host.data(), host.size(), cudaMemcpyHostToDevice, stream));
+  }
+  u.keep = keep;
+  u.blob = static_cast<char*>(blob);
+  u.channels = reinterpret_cast<const DevChannel*>(u.blob);
+  u.steps = reinterpret_cast<const DevStep*>(u.blob + chBytes);
+  u.fifos = reinterpret_cast<const DevFifo*>(u.blob + chBytes + stBytes);
+  u.nChannels = static_cast<int>(p.channels.size());
+  if (keep) {
+    if (it != plans_.end()) (void)cudaFree(it->second.blob);  // a stale entry at a reused address
+    plans_[&p] = u;
+  }
+  return u;
+}
+
 void DeviceState::run(const plan::Plan& p, const std::shared_ptr<const plan::Plan>& keep,
                       std::span<const BufferBinding> b, const kernels::RedOp& op, const FifoLookup& fifos,
                       int64_t timeoutMs, cudaStream_t stream, ErrorSink onError) {
@@ -197,44 +239,8 @@ void DeviceState::run(const plan::Plan& p, const std::shared_ptr<const plan::Pla
     raise(weftInvalidUsage, "device executor: %zu grouped calls in one group, at most %d with device buffers",
           b.size(), kMaxDeviceBindings);
 
-  Uploaded u;
   bool temporary = false;
-  auto it = keep ? plans_.find(&p) : plans_.end();
-  if (it != plans_.end() && it->second.keep == keep) {
-    u = it->second;
-  } else {
-    HostImage img = buildImage(p, fifos);
-    const size_t chBytes = alignUp(img.channels.size() * sizeof(DevChannel));
-    const size_t stBytes = alignUp(img.steps.size() * sizeof(DevStep));
-    const size_t fiBytes = img.fifos.size() * sizeof(DevFifo);
-    std::vector<char> host(chBytes + stBytes + fiBytes);
-    memcpy(host.data(), img.channels.data(), img.channels.size() * sizeof(DevChannel));
-    memcpy(host.data() + chBytes, img.steps.data(), img.steps.size() * sizeof(DevStep));
-    memcpy(host.data() + chBytes + stBytes, img.fifos.data(), fiBytes);
-    void* blob = nullptr;
-    if (keep) {
-      // No device-wide synchronisation here (see scratch below): the copy is
-      // ordered on the caller's stream, before the kernel that reads it.
-      WEFT_CUDA_CHECK(cudaMalloc(&blob, host.size()));
-      WEFT_CUDA_CHECK(cudaMemcpyAsync(blob, host.data(), host.size(), cudaMemcpyHostToDevice, stream));
-    } else {
-      // An uncached plan (grouped point-to-point) lives as long as its
-      // launch, in stream order.
-      temporary = true;
-      WEFT_CUDA_CHECK(cudaMallocAsync(&blob, host.size(), stream));
-      WEFT_CUDA_CHECK(cudaMemcpyAsync(blob, host.data(), host.size(), cudaMemcpyHostToDevice, stream));
-    }
-    u.keep = keep;
-    u.blob = static_cast<char*>(blob);
-    u.channels = reinterpret_cast<const DevChannel*>(u.blob);
-    u.steps = reinterpret_cast<const DevStep*>(u.blob + chBytes);
-    u.fifos = reinterpret_cast<const DevFifo*>(u.blob + chBytes + stBytes);
-    u.nChannels = nChannels;
-    if (keep) {
-      if (it != plans_.end()) (void)cudaFree(it->second.blob);  // a stale entry at a reused address
-      plans_[&p] = u;
-    }
-  }
+  Uploaded u = upload(p, keep, fifos, stream, &temporary);
 
   const size_t scratchBytes = p.scratchElems * p.elemSize;
   if (scratchBytes > scratchBytes_) {

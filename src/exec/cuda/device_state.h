@@ -58,6 +58,8 @@ class DeviceState {
     std::vector<DevFifo> fifos;
   };
   HostImage buildImage(const plan::Plan& p, const FifoLookup& fifos);
+  Uploaded upload(const plan::Plan& p, const std::shared_ptr<const plan::Plan>& keep, const FifoLookup& fifos,
+                  cudaStream_t stream, bool* temporary);
   DevFifo fifoView(const FifoEnd& e);
   void afterLaunch(cudaStream_t stream, ErrorSink onError);
 
