@@ -81,7 +81,7 @@ std::array<bool, plan::kNumColls> allReduceOnly() {
 
 }  // namespace
 
-std::array<AlgoInfo, 3> builtinAlgos() {
+std::vector<AlgoInfo> builtinAlgos() {
   AlgoInfo ring{"ring", ringCollectives(), buildRing, ringCost, ringSteps};
   AlgoInfo binaryTree{"binarytree", allReduceOnly(), buildBinaryTree, binaryTreeCost, nullptr};
   AlgoInfo doubleTree{"tree", allReduceOnly(), buildDoubleTree, doubleTreeCost, nullptr};

@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "algorithms/coll_args.h"
 #include "algorithms/collectives.h"
@@ -52,6 +53,6 @@ std::optional<AlgoId> findAlgo(std::string_view name);
 AlgoId registerAlgo(AlgoInfo info);
 
 // The built-in entries, in AlgoId order (builtin_algos.cc).
-std::array<AlgoInfo, 3> builtinAlgos();
+std::vector<AlgoInfo> builtinAlgos();
 
 }  // namespace weft::algo
