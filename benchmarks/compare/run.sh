@@ -6,7 +6,7 @@
 # max. Runs are interleaved (weft, mpi, mpi-tuned, gloo, then again) so drift
 # hits all; the best of the rounds is printed with ratios weft/peer. Then the
 # ceilings (memcpy and streaming add with 2 threads; iperf3 -l 1M over
-# 127.0.0.1, one direction and both at once) and the issue-5 targets with weft's fraction of each.
+# 127.0.0.1, one direction and both at once) and the bandwidth targets with weft's fraction of each.
 #   benchmarks/compare/run.sh [build dir] [max size] [iters]
 # Environment: ROUNDS (2), NPS ("2 4"), NETS ("shm tcp"),
 #   COLLS ("allreduce reduce_scatter allgather").
@@ -199,7 +199,7 @@ def show(label, value, target, ok):
     status = "-" if ok is None else ("met" if ok else "MISSED")
     print("%-62s %-22s %-24s %s" % (label, value, target, status))
 
-print("\n== issue-5 targets (best of the rounds)")
+print("\n== bandwidth targets (best of the rounds)")
 M64, M1 = 64 << 20, 1 << 20
 w = get("allreduce", "shm", "2", "weft", M64, "bw")
 mt = get("allreduce", "shm", "2", "mpituned", M64, "bw")
