@@ -13,6 +13,7 @@
 #include "src/core/connections.h"
 #include "src/core/host_identity.h"
 #include "src/core/plan_cache.h"
+#include "src/core/trace.h"
 #include "src/core/tune_file.h"
 #include "src/exec/cuda/device_route.h"
 #include "src/topology/comm_topo.h"
@@ -27,6 +28,8 @@ weftComm::weftComm() = default;
 
 weftComm::~weftComm() {
   magic = 0;
+  // Flushes this rank's trace file (destroy and abort both end here).
+  trace.reset();
   // Connections (and their proxy threads) go before the bootstrap they may
   // report through.
   deviceState.reset();
@@ -385,6 +388,7 @@ weftComm* createComm(const weftUniqueId& id, int nranks, int rank, const weftCon
   createDoorbell(comm.get());
   exchangePeerInfo(comm.get());
   mapPeerDoorbells(comm.get());
+  openTrace(comm.get());
   watchForLostPeers(comm.get());
   chooseAlgorithms(comm.get());
   readCallOverrides(comm.get());

@@ -24,6 +24,7 @@
 
 namespace weft {
 
+class CommTrace;
 class Connections;
 class PlanCache;
 
@@ -121,6 +122,9 @@ struct weftComm {
   uint64_t sliceOverride = 0;
   int channelsOverride = 0;
   uint64_t checkedCalls = 0;
+  // WEFT_TRACE_FILE (src/core/trace.h); null when tracing is off, which is
+  // the one thing the call path tests.
+  std::unique_ptr<weft::CommTrace> trace;
 
   weftComm();
   ~weftComm();

@@ -13,8 +13,10 @@
 #include "src/core/comm.h"
 #include "src/core/connections.h"
 #include "src/core/plan_cache.h"
+#include "src/core/trace.h"
 #include "src/exec/cuda/device_route.h"
 #include "src/exec/host/host_executor.h"
+#include "src/util/clock.h"
 #include "src/util/error.h"
 #include "src/util/log.h"
 
@@ -29,6 +31,7 @@ HostExecContext execContext(weftComm_t comm) {
   ctx.timeoutMs = comm->timeoutMs;
   ctx.oversubscribed = comm->oversubscribed;
   ctx.rank = comm->rank;
+  if (comm->trace) ctx.trace = comm->trace->buffer();
   return ctx;
 }
 
@@ -84,7 +87,8 @@ plan::Plan buildPlan(algo::AlgoId which, const algo::CollArgs& a) {
   return algo::algoInfo(which).build(a);
 }
 
-void runCollective(weftComm_t comm, const OpDesc& op) {
+// Returns what it chose, for the call's trace event.
+TracedCall runCollective(weftComm_t comm, const OpDesc& op) {
   if (comm->checkCalls) checkCallAcrossRanks(comm, op);
   algo::CollArgs a;
   a.coll = op.coll;
@@ -115,13 +119,15 @@ void runCollective(weftComm_t comm, const OpDesc& op) {
             op.count, kernels::typeName(op.type), static_cast<int>(op.op.kind), op.root,
             plan::collInfo(op.coll).fixedPlan ? "p2p" : algo::algoName(which), algo::protoName(choice.proto),
             a.nChannels, p->stepCount());
+  const TracedCall traced{plan::collInfo(op.coll).fixedPlan ? "p2p" : algo::algoName(which),
+                          algo::protoName(choice.proto), a.nChannels, p->stepCount()};
   BufferBinding b{op.send, op.recv};
   if (op.device) {
     // Device buffers: the same plan, run by the CUDA executor on op.stream.
     if (op.coll == plan::Coll::AllToAll && op.send == op.recv && comm->nranks > 1)
       b.send = cuda::deviceStageCopy(comm, op.send, busBytes(op, comm->nranks), op.stream);
     cuda::runDevicePlan(comm, *p, p, {&b, 1}, op.op, op.stream);
-    return;
+    return traced;
   }
   if (op.coll == plan::Coll::AllToAll && op.send == op.recv && comm->nranks > 1) {
     // In place, block q of the buffer is both sent to and received from
@@ -133,9 +139,11 @@ void runCollective(weftComm_t comm, const OpDesc& op) {
     b.send = comm->inPlaceStage.data();
   }
   execute(comm, *p, {&b, 1}, op.op);
+  return traced;
 }
 
-void runPointToPoint(weftComm_t comm, const std::vector<const OpDesc*>& ops) {
+// Returns the plan's step count, for the batch's trace event.
+size_t runPointToPoint(weftComm_t comm, const std::vector<const OpDesc*>& ops) {
   std::vector<algo::P2POp> calls;
   std::vector<BufferBinding> bindings;
   uint32_t elemSize = 0;
@@ -165,9 +173,10 @@ void runPointToPoint(weftComm_t comm, const std::vector<const OpDesc*>& ops) {
   }
   if (device == 1) {
     cuda::runDevicePlan(comm, p, nullptr, bindings, copyOp, ops[0]->stream);
-    return;
+    return p.stepCount();
   }
   execute(comm, p, bindings, copyOp);
+  return p.stepCount();
 }
 
 }  // namespace
@@ -175,11 +184,27 @@ void runPointToPoint(weftComm_t comm, const std::vector<const OpDesc*>& ops) {
 void runBatch(weftComm_t comm, const std::vector<OpDesc>& ops) {
   std::lock_guard<std::mutex> lock(comm->execMutex);
   std::vector<const OpDesc*> p2p;
+  // Tracing costs the untraced path this one test per call.
+  const bool traced = comm->trace != nullptr;
   for (const OpDesc& op : ops) {
-    if (op.coll == plan::Coll::SendRecv) p2p.push_back(&op);
-    else runCollective(comm, op);
+    if (op.coll == plan::Coll::SendRecv) {
+      p2p.push_back(&op);
+    } else if (!traced) {
+      runCollective(comm, op);
+    } else {
+      const int64_t start = nowNs();
+      const TracedCall shape = runCollective(comm, op);
+      traceCall(comm, op, shape, start, nowNs());
+    }
   }
-  if (!p2p.empty()) runPointToPoint(comm, p2p);
+  if (p2p.empty()) return;
+  if (!traced) {
+    runPointToPoint(comm, p2p);
+    return;
+  }
+  const int64_t start = nowNs();
+  const size_t steps = runPointToPoint(comm, p2p);
+  traceP2P(comm, p2p, steps, start, nowNs());
 }
 
 }  // namespace weft

@@ -60,6 +60,12 @@ WEFT_SETTING(kSimd, "WEFT_SIMD", String, nullptr, Process, "cap the reduction lo
 WEFT_SETTING(kTimeoutMs, "WEFT_TIMEOUT_MS", Int, "300000", Comm, "bound on every wait, ms")
 WEFT_SETTING(kCheck, "WEFT_CHECK", Int, "0", Comm, "compare every collective's arguments across ranks")
 
+// Tracing
+WEFT_SETTING(kTraceFile, "WEFT_TRACE_FILE", String, nullptr, Comm,
+             "per-rank Chrome/Perfetto trace of every call (%r rank, %h host, %p pid)")
+WEFT_SETTING(kTraceMaxEvents, "WEFT_TRACE_MAX_EVENTS", Int, "100000", Comm,
+             "events a trace keeps (the oldest are dropped)")
+
 // Topology
 WEFT_SETTING(kTopoFile, "WEFT_TOPO_FILE", String, nullptr, Comm, "topology JSON file instead of detection")
 WEFT_SETTING(kTopoDumpFile, "WEFT_TOPO_DUMP_FILE", String, nullptr, Comm, "write the topology in use here")

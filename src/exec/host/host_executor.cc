@@ -1,4 +1,5 @@
 #include "src/exec/host/host_executor.h"
+#include "src/exec/host/step_trace.h"
 
 #include <cstring>
 #include <vector>
@@ -23,6 +24,7 @@ struct ChannelCursor {
   std::vector<StepFifos> fifos;  // resolved once per run, per step
   size_t step = 0;
   uint64_t done = 0;  // elements of the current step already moved
+  uint8_t waitingOn = 0;  // the FIFO the last blocked advance waited on: recv 0-1, send 2-3
   bool finished() const { return step >= steps->size(); }
 };
 
@@ -67,7 +69,8 @@ class Runner {
       uint32_t seen = ctx_.bell->seq.load(std::memory_order_acquire);
       bool progressed = false, allDone = true;
       for (auto& cur : cursors_) {
-        while (!cur.finished() && advance(cur)) progressed = true;
+        if (ctx_.trace) [[unlikely]] progressed |= advanceTraced(cur);
+        else while (!cur.finished() && advance(cur)) progressed = true;
         if (!cur.finished()) allDone = false;
       }
       if (allDone) return;
@@ -163,7 +166,10 @@ class Runner {
       uint64_t got = 0;
       in[i] = f.in[i].tryPeek(&got);
       if (!in[i] && f.in[i].progress && f.in[i].progress->tryProgress(bytes)) in[i] = f.in[i].tryPeek(&got);
-      if (!in[i]) return false;
+      if (!in[i]) {
+        cur.waitingOn = uint8_t(i);
+        return false;
+      }
       if (got != bytes)
         raise(weftInternalError,
               "rank %d: received %lu bytes from rank %d but the plan expects %lu (mismatched collective across "
@@ -173,7 +179,10 @@ class Runner {
     for (int i = 0; i < st.nSend; i++) {
       out[i] = f.out[i].tryAcquire();
       if (!out[i] && f.out[i].progress && f.out[i].progress->tryProgress(bytes)) out[i] = f.out[i].tryAcquire();
-      if (!out[i]) return false;
+      if (!out[i]) {
+        cur.waitingOn = uint8_t(2 + i);
+        return false;
+      }
     }
 
     const char* local = st.src != Buf::None ? base(st.src, st.bind) + (st.srcOff + cur.done) * elem_ : nullptr;
@@ -185,6 +194,34 @@ class Runner {
     cur.done += n;
     if (cur.done >= st.count) nextStep(cur);
     return true;
+  }
+
+  // The inner poll loop with tracing on: times each piece and each wait,
+  // and records an event per finished step.
+  bool advanceTraced(ChannelCursor& cur) {
+    if (clocks_.empty()) clocks_ = stepClocks(cursors_.size());
+    const size_t c = static_cast<size_t>(&cur - cursors_.data());
+    StepClock& clock = clocks_[c];
+    bool moved = false;
+    while (!cur.finished()) {
+      const size_t step = cur.step;
+      const int64_t t0 = nowNs();
+      if (!clock.startNs) clock.startNs = t0;
+      if (!advance(cur)) {
+        clock.blocked(t0, cur.waitingOn);
+        return moved;
+      }
+      const int64_t t1 = nowNs();
+      clock.unblocked(t0);
+      clock.moveNs += t1 - t0;
+      moved = true;
+      if (cur.step == step) continue;
+      const Step& st = (*cur.steps)[step];
+      if (st.count) traceStep(*ctx_.trace, ctx_.rank, int(c), uint32_t(step), st, elem_, clock, t1);
+      clock = StepClock{};
+      clock.startNs = t1;
+    }
+    return moved;
   }
 
   // The step's geometry comes from whichever FIFO it uses (all FIFOs of a
@@ -240,6 +277,7 @@ class Runner {
   const uint32_t elem_;
   const uint64_t slice_;  // piece bytes (0: the FIFO slot)
   std::span<ChannelCursor> cursors_;
+  std::span<StepClock> clocks_;  // tracing only
 };
 
 }  // namespace

@@ -18,6 +18,8 @@
 
 namespace weft {
 
+class TraceBuffer;
+
 struct BufferBinding {
   const void* send = nullptr;
   void* recv = nullptr;
@@ -39,6 +41,8 @@ struct HostExecContext {
   // More ranks on this host than CPUs: a waiter yields its core (to the
   // rank it waits for) instead of spinning on it.
   bool oversubscribed = true;
+  // WEFT_TRACE_FILE: record one event per step (src/exec/host/step_trace.h).
+  TraceBuffer* trace = nullptr;
 };
 
 // Runs `plan` to completion or throws weft::Error.

@@ -1,0 +1,106 @@
+#include "src/core/trace.h"
+
+#include <cstdio>
+#include <cstring>
+
+#include "src/core/comm.h"
+#include "src/util/clock.h"
+#include "src/util/error.h"
+
+namespace weft {
+namespace {
+
+// A ring of this many events is ~1.5 GB of address space; beyond it a
+// trace is no longer a bounded side cost.
+constexpr int64_t kMaxTraceEvents = 10000000;
+
+const char* opName(kernels::OpKind k) {
+  switch (k) {
+    case kernels::OpKind::Sum: return "sum";
+    case kernels::OpKind::Prod: return "prod";
+    case kernels::OpKind::Max: return "max";
+    case kernels::OpKind::Min: return "min";
+    case kernels::OpKind::Avg: return "avg";
+    case kernels::OpKind::PreMulSum: return "premulsum";
+  }
+  return "?";
+}
+
+int64_t wallNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+void openTrace(weftComm* comm) {
+  const int64_t syncNs = nowNs();
+  const int64_t syncWallNs = wallNs();
+  auto pattern = comm->config.get(settings::kTraceFile);
+  if (!pattern) return;
+  const int64_t capacity = comm->config.get(settings::kTraceMaxEvents);
+  if (capacity < 1 || capacity > kMaxTraceEvents)
+    raise(weftInvalidArgument, "WEFT_TRACE_MAX_EVENTS=%ld must be between 1 and %ld", static_cast<long>(capacity),
+          static_cast<long>(kMaxTraceEvents));
+  auto buffer = acquireTraceBuffer(expandTracePath(*pattern, comm->rank), uint64_t(capacity));
+  if (!buffer) return;
+  TraceRankInfo info;
+  info.rank = comm->rank;
+  info.pid = comm->peers[comm->rank].pid;
+  info.clockSyncNs = syncNs;
+  info.wallSyncNs = syncWallNs;
+  snprintf(info.host, sizeof(info.host), "%s", comm->peers[comm->rank].hostname);
+  snprintf(info.comm, sizeof(info.comm), "%s", comm->name.c_str());
+  buffer->addRank(info);
+  comm->trace = std::make_unique<CommTrace>(std::move(buffer), comm->rank);
+}
+
+void traceCall(weftComm* comm, const OpDesc& op, const TracedCall& shape, int64_t startNs, int64_t endNs) {
+  CommTrace& t = *comm->trace;
+  const uint32_t call = t.nextCall();
+  t.buffer()->record([&](TraceEvent& e) {
+    e.kind = TraceEvent::Call;
+    e.pid = t.rank();
+    e.tid = 0;
+    e.index = call;
+    e.startNs = startNs;
+    e.durNs = endNs - startNs;
+    e.name = plan::collName(op.coll);
+    e.count = op.count;
+    e.bytes = plan::largestBufferElems(op.coll, op.count, comm->nranks) * kernels::typeSize(op.type);
+    e.type = kernels::typeName(op.type);
+    e.op = plan::collInfo(op.coll).reduces ? opName(op.op.kind) : "";
+    snprintf(e.algo, sizeof(e.algo), "%s", shape.algo);
+    snprintf(e.proto, sizeof(e.proto), "%s", shape.proto);
+    e.channels = int16_t(shape.channels);
+    e.root = plan::collInfo(op.coll).rooted ? op.root : -1;
+    e.steps = uint32_t(shape.steps);
+  });
+}
+
+void traceP2P(weftComm* comm, const std::vector<const OpDesc*>& ops, size_t steps, int64_t startNs, int64_t endNs) {
+  CommTrace& t = *comm->trace;
+  const uint32_t call = t.nextCall();
+  uint64_t bytes = 0;
+  for (const OpDesc* op : ops) bytes += op->count * kernels::typeSize(op->type);
+  t.buffer()->record([&](TraceEvent& e) {
+    e.kind = TraceEvent::Call;
+    e.pid = t.rank();
+    e.tid = 0;
+    e.index = call;
+    e.startNs = startNs;
+    e.durNs = endNs - startNs;
+    e.name = ops.size() == 1 ? (ops[0]->isSend ? "Send" : "Recv") : "SendRecv group";
+    e.count = ops.size();  // calls in the group
+    e.bytes = bytes;
+    e.type = kernels::typeName(ops[0]->type);
+    e.op = "";
+    snprintf(e.algo, sizeof(e.algo), "p2p");
+    snprintf(e.proto, sizeof(e.proto), "simple");
+    e.channels = 1;
+    e.root = ops.size() == 1 ? ops[0]->peer : -1;
+    e.steps = uint32_t(steps);
+  });
+}
+
+}  // namespace weft
