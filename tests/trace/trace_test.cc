@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tests/process/process_ranks.h"
@@ -230,6 +231,36 @@ TEST(Trace, FatalSignalStillWritesTheFile) {
     ASSERT_TRUE(doc.is_object()) << "rank " << rank;
     EXPECT_EQ(eventsOf(doc, "call").size(), 4u);
   }
+}
+
+// Threads as ranks of one process, a path without %r: both communicators
+// share one file and one ring, each event naming its rank.
+TEST(Trace, RanksOfOneProcessShareAFileWithoutRankInThePath) {
+  TempDir dir;
+  const std::string path = dir.path + "/shared.json";
+  setenv("WEFT_TRACE_FILE", path.c_str(), 1);
+  weftComm_t comms[2];
+  const weftResult_t init = weftCommInitAll(comms, 2, nullptr);
+  unsetenv("WEFT_TRACE_FILE");
+  ASSERT_EQ(init, weftSuccess);
+  std::vector<std::thread> ranks;
+  int results[2] = {-1, -1};
+  for (int r = 0; r < 2; r++)
+    ranks.emplace_back([&, r] {
+      std::vector<float> a(1000, 1.0f), b(1000);
+      results[r] = weftAllReduce(a.data(), b.data(), 1000, weftFloat32, weftSum, comms[r], nullptr);
+    });
+  for (auto& t : ranks) t.join();
+  EXPECT_EQ(results[0], weftSuccess);
+  EXPECT_EQ(results[1], weftSuccess);
+  EXPECT_EQ(weftCommDestroy(comms[0]), weftSuccess);
+  EXPECT_EQ(weftCommDestroy(comms[1]), weftSuccess);
+  json doc = readJson(path);
+  ASSERT_TRUE(doc.is_object());
+  std::map<int, int> callsPerRank;
+  for (const json& e : eventsOf(doc, "call")) callsPerRank[e["pid"]]++;
+  EXPECT_EQ(callsPerRank, (std::map<int, int>{{0, 1}, {1, 1}}));
+  EXPECT_EQ(doc["otherData"]["ranks"].size(), 2u);
 }
 
 }  // namespace
