@@ -175,7 +175,7 @@ struct sigaction previousAction[std::size(kFatalSignals)];
 
 void onFatalSignal(int sig) {
   for (auto& slot : liveBuffers)
-    if (TraceBuffer* b = slot.load(std::memory_order_acquire)) b->flush();
+    if (TraceBuffer* b = slot.load(std::memory_order_acquire)) b->flushFromSignal();
   // Hand the signal to whoever had it before: restore, then raise again
   // (it is delivered when this handler returns).
   for (size_t i = 0; i < std::size(kFatalSignals); i++)
@@ -221,13 +221,19 @@ TraceBuffer::~TraceBuffer() {
 }
 
 void TraceBuffer::addRank(const TraceRankInfo& info) {
+  std::lock_guard<std::mutex> lock(mutex_);
   int i = nRanks_.load();
   if (i >= kMaxRanks) return;  // the events still name their rank
   ranks_[i] = info;
-  nRanks_.store(i + 1);
+  nRanks_.store(i + 1, std::memory_order_release);
 }
 
 void TraceBuffer::flush() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  flushFromSignal();
+}
+
+void TraceBuffer::flushFromSignal() {
   bool idle = false;
   if (!flushing_.compare_exchange_strong(idle, true)) return;  // a signal arrived mid-flush
   const uint64_t n = next_.load(std::memory_order_acquire);
@@ -238,7 +244,7 @@ void TraceBuffer::flush() {
   if (lseek(fd_, 0, SEEK_SET) == 0 && ftruncate(fd_, 0) == 0) {
     FdOut o(fd_);
     o << "{\"traceEvents\":[\n";
-    const int nRanks = nRanks_.load();
+    const int nRanks = nRanks_.load(std::memory_order_acquire);
     for (int r = 0; r < nRanks; r++) writeMetadata(o, ranks_[r], maxTid);
     uint64_t written = 0;
     for (uint64_t i = first; i < n; i++) {

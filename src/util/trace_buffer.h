@@ -16,6 +16,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 
 namespace weft {
@@ -74,8 +75,12 @@ class TraceBuffer {
   }
 
   void addRank(const TraceRankInfo& info);
-  // Rewrites the whole file from the ring. Async-signal-safe.
+  // Rewrites the whole file from the ring; flushes from several threads
+  // take turns.
   void flush();
+  // The same without the lock, for signal handlers: async-signal-safe, and
+  // does nothing if the signal interrupted a write of this file.
+  void flushFromSignal();
 
   const std::string& path() const { return path_; }
   uint64_t capacity() const { return capacity_; }
@@ -86,6 +91,7 @@ class TraceBuffer {
   uint64_t capacity_;
   TraceEvent* events_;
   std::atomic<uint64_t> next_{0};
+  std::mutex mutex_;  // addRank and flush; never taken by a signal handler
   std::atomic<int> nRanks_{0};
   TraceRankInfo ranks_[kMaxRanks];
   std::atomic<bool> flushing_{false};
