@@ -26,6 +26,14 @@ const char* opName(kernels::OpKind k) {
   return "?";
 }
 
+// A bounded copy without snprintf's parsing (this runs on every traced call).
+template <size_t N>
+void copyName(char (&dst)[N], const char* src) {
+  size_t i = 0;
+  for (; i + 1 < N && src[i]; i++) dst[i] = src[i];
+  dst[i] = 0;
+}
+
 int64_t wallNs() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
       .count();
@@ -70,8 +78,8 @@ void traceCall(weftComm* comm, const OpDesc& op, const TracedCall& shape, int64_
     e.bytes = plan::largestBufferElems(op.coll, op.count, comm->nranks) * kernels::typeSize(op.type);
     e.type = kernels::typeName(op.type);
     e.op = plan::collInfo(op.coll).reduces ? opName(op.op.kind) : "";
-    snprintf(e.algo, sizeof(e.algo), "%s", shape.algo);
-    snprintf(e.proto, sizeof(e.proto), "%s", shape.proto);
+    copyName(e.algo, shape.algo);
+    copyName(e.proto, shape.proto);
     e.channels = int16_t(shape.channels);
     e.root = plan::collInfo(op.coll).rooted ? op.root : -1;
     e.steps = uint32_t(shape.steps);
@@ -95,8 +103,8 @@ void traceP2P(weftComm* comm, const std::vector<const OpDesc*>& ops, size_t step
     e.bytes = bytes;
     e.type = kernels::typeName(ops[0]->type);
     e.op = "";
-    snprintf(e.algo, sizeof(e.algo), "p2p");
-    snprintf(e.proto, sizeof(e.proto), "simple");
+    copyName(e.algo, "p2p");
+    copyName(e.proto, "simple");
     e.channels = 1;
     e.root = ops.size() == 1 ? ops[0]->peer : -1;
     e.steps = uint32_t(steps);
