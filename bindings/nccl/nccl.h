@@ -100,7 +100,8 @@ typedef enum {
  * 2.17's at splitShare, ...) is accepted too: the library reads a config
  * only up to the size it was given. Honoured: blocking (0 is accepted; init
  * still completes before the call returns), minCTAs, maxCTAs, netName,
- * trafficClass, commName. The rest is accepted and ignored. */
+ * commName (the name in weft's log lines). The rest is accepted and ignored
+ * (trafficClass too: NCCL_IB_TC sets it for the whole process). */
 typedef struct ncclConfig_v22800 {
   size_t size;
   unsigned int magic;

@@ -66,7 +66,7 @@ ncclResult_t translateConfig(const ncclConfig_t* in, weftConfig_t* out) {
   if (WEFT_NCCL_CONFIG_HOLDS(in, maxCTAs)) out->maxCTAs = in->maxCTAs;
   if (WEFT_NCCL_CONFIG_HOLDS(in, netName)) out->netName = in->netName;
   if (WEFT_NCCL_CONFIG_HOLDS(in, splitShare)) out->splitShare = in->splitShare;
-  if (WEFT_NCCL_CONFIG_HOLDS(in, trafficClass)) out->trafficClass = in->trafficClass;
+  if (WEFT_NCCL_CONFIG_HOLDS(in, trafficClass)) out->trafficClass = in->trafficClass;  // weft: ignored
   if (WEFT_NCCL_CONFIG_HOLDS(in, commName)) out->commName = in->commName;
   return ncclSuccess;
 }
