@@ -39,8 +39,19 @@ using weft::nccl::toNccl;
 using weft::nccl::toWeft;
 
 // Before main and before anything in this library reads a setting: a
-// program that loads libnccl.so.2 is configured the way NCCL would be.
-__attribute__((constructor)) static void enableNcclNamesAtLoad() { weft::settings::enableNcclNames(); }
+// program that loads libnccl.so.2 is configured the way NCCL would be. It
+// reads the NCCL_* names, and it waits for a live peer as long as NCCL does,
+// until the framework gives up and aborts (PyTorch's watchdog; weft's own
+// 5-minute default would fail a rank that is only slow, say writing a
+// checkpoint). INT32_MAX ms (24.8 days) is the longest a config can carry
+// (weftConfig_t.timeoutMs is an int) and so still bounds every wait. A dead
+// peer is still noticed at once (its sockets close; WEFT_SOCKET_DEAD_PEER_S
+// for a silent host), and WEFT_TIMEOUT_MS, from a file or the environment,
+// still wins.
+__attribute__((constructor)) static void configureLikeNccl() {
+  weft::settings::enableNcclNames();
+  weft::settings::overrideDefault(weft::settings::kTimeoutMs.id, "2147483647", "libnccl.so.2");
+}
 
 namespace {
 

@@ -22,15 +22,24 @@ struct FileLayer {
   std::array<Value, kCount> values;
   std::vector<std::string> warnings;
   std::vector<std::string> ignoredNccl;  // NCCL names in nccl.conf with no twin
+  std::array<Value, kCount> defaults;    // overrideDefault's, else unset
 };
 
-// Constant-initialised: libnccl.so.2 sets it from a load-time constructor.
-std::atomic<bool> gNcclNames{false};
+// libnccl.so.2 calls enableNcclNames and overrideDefault from a load-time
+// constructor, which may run before this file's dynamic initialisers:
+// everything they touch is constant-initialised (constinit) or built on
+// first use (processDefaults).
+constinit std::atomic<bool> gNcclNames{false};
 
-std::mutex gMutex;
-std::shared_ptr<const FileLayer> gFiles;                    // guarded by gMutex
-std::optional<std::vector<std::string>> gPathOverride;      // guarded by gMutex
-std::optional<std::vector<std::string>> gNcclPathOverride;  // guarded by gMutex
+constinit std::mutex gMutex;
+constinit std::shared_ptr<const FileLayer> gFiles;                    // guarded by gMutex
+constinit std::optional<std::vector<std::string>> gPathOverride;      // guarded by gMutex
+constinit std::optional<std::vector<std::string>> gNcclPathOverride;  // guarded by gMutex
+
+std::array<Value, kCount>& processDefaults() {  // guarded by gMutex
+  static std::array<Value, kCount> defaults;
+  return defaults;
+}
 
 std::string trim(const std::string& s) {
   const char* blank = " \t\r";
@@ -102,6 +111,7 @@ std::shared_ptr<const FileLayer> loadFiles() {
     std::lock_guard<std::mutex> lock(gMutex);
     paths = gPathOverride ? *gPathOverride : standardPaths("weft.conf");
     if (gNcclNames) ncclPaths = gNcclPathOverride ? *gNcclPathOverride : standardPaths("nccl.conf");
+    layer->defaults = processDefaults();
   }
   for (const std::string& p : ncclPaths) parseFile(p, false, true, layer.get());
   for (const std::string& p : paths) parseFile(p, false, false, layer.get());
@@ -126,6 +136,7 @@ Value current(Id id, const FileLayer& files) {
     if (auto env = envString(i.ncclName)) return Value{env, Source{Source::Environment, "", 0, i.ncclName}};
   const Value& fromFile = files.values[static_cast<int>(id)];
   if (fromFile.source.kind == Source::File && fromFile.text) return fromFile;
+  if (files.defaults[static_cast<int>(id)].text) return files.defaults[static_cast<int>(id)];
   Value v;
   if (i.defaultValue) v.text = i.defaultValue;
   return v;
@@ -199,7 +210,7 @@ const char* toString(Scope scope) {
 
 std::string Source::describe() const {
   switch (kind) {
-    case Default: return "default";
+    case Default: return owner.empty() ? "default" : owner + "'s default";
     case Environment: return ncclName.empty() ? "environment" : ncclName + " in the environment";
     case File: return (ncclName.empty() ? "" : ncclName + " in ") + file + " line " + std::to_string(line);
   }
@@ -226,7 +237,7 @@ std::vector<std::string> Config::sourceLines() const {
   std::vector<std::string> lines;
   for (int i = 0; i < kCount; i++) {
     const Value& v = values_[i];
-    if (v.source.kind == Source::Default) continue;
+    if (v.source.kind == Source::Default && v.source.owner.empty()) continue;
     lines.push_back(std::string(kTable[i].name) + "=" + v.text.value_or("") + " (" + v.source.describe() + ")");
   }
   return lines;
@@ -262,6 +273,15 @@ void enableNcclNames(bool on) {
 }
 
 bool ncclNamesEnabled() { return gNcclNames; }
+
+void overrideDefault(Id id, const char* value, const char* owner) {
+  Value v;
+  if (value) v.text = value;
+  if (value && owner) v.source.owner = owner;
+  std::lock_guard<std::mutex> lock(gMutex);
+  processDefaults()[static_cast<int>(id)] = v;
+  gFiles.reset();  // the next read takes it in
+}
 
 void setNcclFilePathsForTesting(std::optional<std::vector<std::string>> paths) {
   std::lock_guard<std::mutex> lock(gMutex);

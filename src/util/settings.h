@@ -81,8 +81,10 @@ struct Source {
   std::string file;  // Kind::File
   int line = 0;
   std::string ncclName;  // set when the value was read under the row's NCCL name
-  // "default", "environment", "/etc/weft.conf line 3", and with an NCCL
-  // name: "NCCL_DEBUG in the environment", "NCCL_ALGO in /etc/nccl.conf line 2"
+  std::string owner;     // Kind::Default: who replaced the table's default (overrideDefault)
+  // "default", "environment", "/etc/weft.conf line 3", "libnccl.so.2's
+  // default", and with an NCCL name: "NCCL_DEBUG in the environment",
+  // "NCCL_ALGO in /etc/nccl.conf line 2"
   std::string describe() const;
 };
 
@@ -103,7 +105,7 @@ class Config {
   std::optional<std::string> get(StringSetting h) const;
   const Value& value(Id id) const { return values_[static_cast<int>(id)]; }
 
-  // "WEFT_NSLOTS=4 (environment)" for every setting not at its default.
+  // "WEFT_NSLOTS=4 (environment)" for every setting not at the table's default.
   std::vector<std::string> sourceLines() const;
   // Problems in the settings files: unknown names, malformed lines.
   const std::vector<std::string>& fileWarnings() const { return warnings_; }
@@ -133,6 +135,12 @@ std::optional<std::string> get(StringSetting h);
 // program using weft's own API never sees NCCL_ variables meant for NCCL.
 void enableNcclNames(bool on = true);
 bool ncclNamesEnabled();
+
+// Process-wide: a default other than the table's, for a process that
+// behaves like something else (libnccl.so.2: NCCL's timeouts). Every file
+// and environment value still wins; owner is named in INFO lines.
+// nullptr restores the table's default.
+void overrideDefault(Id id, const char* value, const char* owner);
 
 // Replaces /etc/weft.conf and ~/.weft.conf (tests); nullopt restores them.
 void setFilePathsForTesting(std::optional<std::vector<std::string>> paths);

@@ -3,7 +3,8 @@
 # libnccl.so.2 honours the NCCL_* names operators set: NCCL_DEBUG turns its
 # log on, each value read under an NCCL name is logged at INFO with that
 # name, ~/.nccl.conf is read, a WEFT_ name wins over its NCCL twin, and a
-# malformed NCCL_ value is the WEFT_ twin's error under the NCCL name.
+# malformed NCCL_ value is the WEFT_ twin's error under the NCCL name; a
+# late rank is waited for, a dead one is not, WEFT_TIMEOUT_MS still applies.
 set -uo pipefail
 client=$1
 tmp=$(mktemp -d /tmp/weft-nccl-env-XXXXXX)
@@ -30,6 +31,8 @@ expect "$log" "INFO setting WEFT_MIN_NCHANNELS=2 (NCCL_MIN_NCHANNELS in the envi
 expect "$log" "INFO setting WEFT_ALGO=ring (NCCL_ALGO in $tmp/.nccl.conf line 1)"
 expect "$log" "NCCL_NTHREADS ($tmp/.nccl.conf line 2) has no weft equivalent; ignored"
 expect "$log" "2 channel(s)"
+expect "$log" "INFO setting WEFT_TIMEOUT_MS=2147483647 (libnccl.so.2's default)"
+expect "$log" "timeout 2147483647 ms"
 
 # 2. The WEFT_ name wins over its NCCL twin; WEFT_DEBUG over NCCL_DEBUG.
 log=$tmp/log2
@@ -53,5 +56,29 @@ for pair in BUFFSIZE=big MAX_NCHANNELS=lots; do
   expect "$tmp/nccl.out" ": NCCL_$name=$value is not an integer (read for WEFT_$name)"
 done
 
-[ "$fail" = 0 ] && echo "OK: NCCL names read, logged with their source, below WEFT names; malformed values rejected"
+# 4. Timeouts: a live but late rank is waited for (NCCL waits until the
+# framework aborts); WEFT_TIMEOUT_MS, when set, still bounds the wait; a
+# dead peer fails the survivor at once. Rank 0 prints "rank 0: <result>
+# after <s> s".
+rank0() {  # rank0 FILE: rank 0's result and seconds
+  sed -n 's/^rank 0: \(.*\) after \([0-9.]*\) s$/\1|\2/p' "$1"
+}
+judge() {  # judge CASE FILE WANT_SUCCESS(yes|no) MAX_SECONDS
+  local line result secs
+  line=$(rank0 "$2"); result=${line%|*}; secs=${line#*|}
+  if [ -z "$line" ]; then echo "FAIL: $1: no result from rank 0:"; sed 's/^/  | /' "$2"; fail=1; return; fi
+  if { [ "$3" = yes ] && [ "$result" != success ]; } || { [ "$3" = no ] && [ "$result" = success ]; }; then
+    echo "FAIL: $1: rank 0 got '$result'"; fail=1
+  fi
+  awk -v s="$secs" -v m="$4" 'BEGIN { exit !(s <= m) }' || { echo "FAIL: $1: took $secs s, more than $4"; fail=1; }
+  echo "$1: rank 0 got '$result' after $secs s"
+}
+timeout 60 "$client" late > "$tmp/late" 2>&1
+judge "late rank, default timeout" "$tmp/late" yes 10
+WEFT_TIMEOUT_MS=1000 timeout 60 "$client" late > "$tmp/late1s" 2>&1
+judge "late rank, WEFT_TIMEOUT_MS=1000" "$tmp/late1s" no 2.4
+timeout 60 "$client" dead > "$tmp/dead" 2>&1
+judge "dead peer, default timeout" "$tmp/dead" no 5
+
+[ "$fail" = 0 ] && echo "OK: NCCL names read, logged with their source, below WEFT names; malformed values rejected; NCCL's timeouts"
 exit $fail

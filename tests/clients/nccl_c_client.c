@@ -10,6 +10,11 @@
  *   nccl_c_client env       one rank: init, an all-reduce, destroy; exit 0,
  *                           or 2 when init fails (its error printed). For
  *                           check_nccl_env.sh, which sets NCCL_* variables.
+ *   nccl_c_client late      2 ranks; rank 1 joins an all-reduce 2.5 s late
+ *   nccl_c_client dead      2 ranks; rank 1 exits without destroying its
+ *                           communicator, rank 0 then all-reduces
+ *                           (late, dead: rank 0 prints "rank 0: <result>
+ *                           after <s> s"; check_nccl_env.sh judges it)
  *
  * Exit status 0 when every check held; each failure prints a line. */
 #include <nccl.h>
@@ -19,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 static int failures = 0;
@@ -213,7 +219,38 @@ static void runRank(int rank, int nranks, int readFd, int* writeFds) {
   NCCL_OK(ncclCommDestroy(comm));
 }
 
-static int procs(int nranks) {
+static double seconds(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+/* Rank 1 is late (mode "late") or gone (mode "dead") for rank 0's
+ * all-reduce; rank 0 says what it got and how long that took. */
+static const char* peerMode = "late";
+
+static void runLateOrDeadRank(int rank, int nranks, int readFd, int* writeFds) {
+  ncclUniqueId id;
+  if (rank == 0) {
+    NCCL_OK(ncclGetUniqueId(&id));
+    CHECK(write(writeFds[1], &id, sizeof(id)) == (ssize_t)sizeof(id), "hand out the id");
+  } else {
+    CHECK(read(readFd, &id, sizeof(id)) == (ssize_t)sizeof(id), "read the id");
+  }
+  ncclComm_t comm = NULL;
+  NCCL_OK(ncclCommInitRank(&comm, nranks, id, rank));
+  float x = 1;
+  if (rank == 1 && strcmp(peerMode, "dead") == 0) _exit(0);
+  if (rank == 1) usleep(2500 * 1000);
+  const double start = seconds();
+  ncclResult_t r = ncclAllReduce(&x, &x, 1, ncclFloat, ncclSum, comm, NULL);
+  if (rank == 0) printf("rank 0: %s after %.1f s\n", r == ncclSuccess ? "success" : ncclGetErrorString(r), seconds() - start);
+  fflush(stdout);
+  if (r == ncclSuccess) ncclCommDestroy(comm);
+  else ncclCommAbort(comm);
+}
+
+static int procs(int nranks, void (*run)(int, int, int, int*)) {
   int fds[64][2];
   int writeFds[64];
   if (nranks < 1 || nranks > 64) return 1;
@@ -224,7 +261,7 @@ static int procs(int nranks) {
   for (int r = 0; r < nranks; r++) {
     pid_t pid = fork();
     if (pid == 0) {
-      runRank(r, nranks, fds[r][0], writeFds);
+      run(r, nranks, fds[r][0], writeFds);
       if (failures) fprintf(stderr, "rank %d: %d failures\n", r, failures);
       _exit(failures ? 1 : 0);
     }
@@ -254,8 +291,13 @@ static int oneRank(void) {
 }
 
 int main(int argc, char** argv) {
-  if (argc == 3 && strcmp(argv[1], "procs") == 0) return procs(atoi(argv[2]));
+  if (argc == 3 && strcmp(argv[1], "procs") == 0) return procs(atoi(argv[2]), runRank);
+  if (argc == 2 && (strcmp(argv[1], "late") == 0 || strcmp(argv[1], "dead") == 0)) {
+    peerMode = argv[1];
+    procs(2, runLateOrDeadRank);
+    return 0; /* the caller judges rank 0's line */
+  }
   if (argc == 2 && strcmp(argv[1], "env") == 0) return oneRank();
-  fprintf(stderr, "usage: nccl_c_client procs N | env\n");
+  fprintf(stderr, "usage: nccl_c_client procs N | env | late | dead\n");
   return 64;
 }
