@@ -16,8 +16,15 @@
  *                           (late, dead: rank 0 prints "rank 0: <result>
  *                           after <s> s"; check_nccl_env.sh judges it)
  *
- * Exit status 0 when every check held; each failure prints a line. */
+ * Exit status 0 when every check held; each failure prints a line. Built
+ * against weft's nccl.h and, where one is installed, NVIDIA's. */
 #include <nccl.h>
+
+/* Built a second time against NVIDIA's nccl.h (tests/clients/CMakeLists.txt):
+ * make sure that is the header it got. */
+#if defined(EXPECT_NVIDIA_NCCL_H) && (defined(WEFT_NCCL_API) || NCCL_MINOR < 28)
+#error "expected NVIDIA's nccl.h 2.28 or later, got weft's or an older one"
+#endif
 
 #include <stddef.h>
 #include <stdio.h>
