@@ -12,10 +12,12 @@
 //     memory otherwise; ncclCommRegister and ncclCommWindowRegister return a
 //     token and register nothing.
 // Gather/Scatter and what weft cannot do live in the other nccl_*.cc files.
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -196,7 +198,20 @@ ncclResult_t ncclGetUniqueId(ncclUniqueId* uniqueId) {
   return toNccl(r);
 }
 
-const char* ncclGetErrorString(ncclResult_t result) { return weftGetErrorString(static_cast<weftResult_t>(result)); }
+// weft's strings say "run with WEFT_DEBUG=WARN"; a program written for NCCL
+// is told the name it knows, which this library reads as well.
+const char* ncclGetErrorString(ncclResult_t result) {
+  static const std::array<std::string, ncclNumResults> strings = [] {
+    std::array<std::string, ncclNumResults> s;
+    for (int r = 0; r < ncclNumResults; r++) {
+      s[r] = weftGetErrorString(static_cast<weftResult_t>(r));
+      if (size_t at = s[r].find("WEFT_DEBUG"); at != std::string::npos) s[r].replace(at, 4, "NCCL");
+    }
+    return s;
+  }();
+  if (result < 0 || result >= ncclNumResults) return weftGetErrorString(static_cast<weftResult_t>(result));
+  return strings[result].c_str();
+}
 
 const char* ncclGetLastError(ncclComm_t comm) { return weftGetLastError(toWeft(comm)); }
 

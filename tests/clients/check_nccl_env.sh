@@ -49,9 +49,9 @@ for pair in BUFFSIZE=big MAX_NCHANNELS=lots; do
   env "NCCL_$name=$value" "$client" env > "$tmp/nccl.out" 2>&1
   rcn=$?
   [ "$rcw" = 2 ] && [ "$rcn" = 2 ] || { echo "FAIL: $pair: exit $rcw (WEFT_) and $rcn (NCCL_), want 2 and 2"; fail=1; }
-  # "init: <ncclGetErrorString>: <ncclGetLastError>"
-  expect "$tmp/weft.out" "init: invalid argument"
-  expect "$tmp/nccl.out" "init: invalid argument"
+  # "init: <ncclGetErrorString>: <ncclGetLastError>"; the string names NCCL_DEBUG
+  expect "$tmp/weft.out" "init: invalid argument (run with NCCL_DEBUG=WARN for details)"
+  expect "$tmp/nccl.out" "init: invalid argument (run with NCCL_DEBUG=WARN for details)"
   expect "$tmp/weft.out" ": WEFT_$name=$value is not an integer"
   expect "$tmp/nccl.out" ": NCCL_$name=$value is not an integer (read for WEFT_$name)"
 done
