@@ -1,15 +1,16 @@
 /*
  * nccl.h for weft's NCCL-compatible library (libnccl.so.2).
  *
- * Declares the subset of the NCCL C API that nccl-tests and frameworks
- * (PyTorch's ProcessGroupNCCL) use, with NCCL's names, values and struct
- * layouts, so that a program written for NCCL compiles against this header
- * and runs on weft. Each function is a thin forward to its weft twin
- * (include/weft/weft.h); see docs/clients.md for what differs.
+ * Declares every host function of the NCCL 2.28 C API, with NCCL's names,
+ * values and struct layouts, so that a program written for NCCL compiles
+ * against this header and runs on weft, and one built against NVIDIA's
+ * nccl.h finds every symbol it may call. Most functions are a thin forward
+ * to their weft twin (include/weft/weft.h); the few weft cannot do return
+ * ncclInvalidUsage with a WARN line; docs/clients.md lists both.
  *
- * The version reported is 2.19.3: the newest NCCL whose API this subset
- * covers, and one for which nccl-tests builds without NCCL's device-side API
- * (which nccl-tests only uses from 2.28 on).
+ * The version reported stays 2.19.3: nccl-tests built against a 2.28
+ * header expects NCCL's device-side API (nccl_device.h), which weft does
+ * not have, and run-time version checks should not assume 2.2x features.
  */
 #ifndef NCCL_H_
 #define NCCL_H_
@@ -55,6 +56,7 @@ extern "C" {
 #endif
 
 typedef struct ncclComm* ncclComm_t;
+typedef struct ncclWindow_vidmem* ncclWindow_t;
 #define NCCL_COMM_NULL NULL
 
 #define NCCL_UNIQUE_ID_BYTES 128
@@ -77,10 +79,30 @@ typedef enum {
 #define NCCL_CONFIG_UNDEF_INT (-2147483647 - 1)
 #define NCCL_CONFIG_UNDEF_PTR NULL
 #define NCCL_SPLIT_NOCOLOR (-1)
+#define NCCL_UNDEF_FLOAT (-1.0f)
 
-/* The 2.19 layout. blocking=0 is accepted; init still completes before the
- * call returns. cgaClusterSize and splitShare are accepted and ignored. */
-typedef struct ncclConfig_v21700 {
+/* ncclCommWindowRegister flags (weft registers nothing; both are accepted). */
+#define NCCL_WIN_DEFAULT 0x00
+#define NCCL_WIN_COLL_SYMMETRIC 0x01
+#define NCCL_WIN_REQUIRED_ALIGNMENT 4096
+
+/* ncclConfig_t.CTAPolicy values (accepted and ignored). */
+#define NCCL_CTA_POLICY_DEFAULT 0x00
+#define NCCL_CTA_POLICY_EFFICIENCY 0x01
+#define NCCL_CTA_POLICY_ZERO 0x02
+
+/* ncclCommShrink and ncclCommRevoke flags. */
+#define NCCL_SHRINK_DEFAULT 0x00
+#define NCCL_SHRINK_ABORT 0x01
+#define NCCL_REVOKE_DEFAULT 0x00
+
+/* The 2.28 layout. Every earlier, shorter version (2.14's ends at netName,
+ * 2.17's at splitShare, ...) is accepted too: the library reads a config
+ * only up to the size it was given. Honoured: blocking (0 is accepted; init
+ * still completes before the call returns), minCTAs, maxCTAs, netName,
+ * commName (the name in weft's log lines). The rest is accepted and ignored
+ * (trafficClass too: NCCL_IB_TC sets it for the whole process). */
+typedef struct ncclConfig_v22800 {
   size_t size;
   unsigned int magic;
   unsigned int version;
@@ -90,14 +112,35 @@ typedef struct ncclConfig_v21700 {
   int maxCTAs;
   const char* netName;
   int splitShare;
+  int trafficClass;
+  const char* commName;
+  int collnetEnable;
+  int CTAPolicy;
+  int shrinkShare;
+  int nvlsCTAs;
+  int nChannelsPerNetPeer;
+  int nvlinkCentricSched;
 } ncclConfig_t;
 
 #define NCCL_CONFIG_INITIALIZER                                                                    \
   {                                                                                                \
     sizeof(ncclConfig_t), 0xcafebeefu, NCCL_VERSION(NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH),           \
         NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT, \
-        NCCL_CONFIG_UNDEF_PTR, NCCL_CONFIG_UNDEF_INT                                               \
+        NCCL_CONFIG_UNDEF_PTR, NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_PTR, \
+        NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT, \
+        NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT                                               \
   }
+
+/* For ncclGroupSimulateEnd, which weft does not provide. */
+typedef struct ncclSimInfo_v22200 {
+  size_t size;
+  unsigned int magic;
+  unsigned int version;
+  float estimatedTime;
+} ncclSimInfo_t;
+
+#define NCCL_SIM_INFO_INITIALIZER \
+  { sizeof(ncclSimInfo_t), 0x74685283u, NCCL_VERSION(NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH), NCCL_UNDEF_FLOAT }
 
 typedef enum {
   ncclSum = 0,
@@ -125,7 +168,9 @@ typedef enum {
   ncclFloat64 = 8,
   ncclDouble = 8,
   ncclBfloat16 = 9,
-  ncclNumTypes = 10
+  ncclFloat8e4m3 = 10,
+  ncclFloat8e5m2 = 11,
+  ncclNumTypes = 12
 } ncclDataType_t;
 
 typedef enum { ncclScalarDevice = 0, ncclScalarHostImmediate = 1 } ncclScalarResidence_t;
@@ -138,15 +183,28 @@ WEFT_NCCL_API ncclResult_t ncclGetVersion(int* version);
 WEFT_NCCL_API ncclResult_t ncclGetUniqueId(ncclUniqueId* uniqueId);
 WEFT_NCCL_API const char* ncclGetErrorString(ncclResult_t result);
 WEFT_NCCL_API const char* ncclGetLastError(ncclComm_t comm);
+/* A no-op: weft reads its log settings once per process. */
+WEFT_NCCL_API void ncclResetDebugInit(void);
 
 WEFT_NCCL_API ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank,
                                                   ncclConfig_t* config);
 WEFT_NCCL_API ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank);
 WEFT_NCCL_API ncclResult_t ncclCommInitAll(ncclComm_t* comm, int ndev, const int* devlist);
+/* Uses commIds[0] (every rank passes the same list); weft's bootstrap needs
+ * no more than one root. */
+WEFT_NCCL_API ncclResult_t ncclCommInitRankScalable(ncclComm_t* newcomm, int nranks, int myrank, int nId,
+                                                    ncclUniqueId* commIds, ncclConfig_t* config);
 WEFT_NCCL_API ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newcomm,
                                          ncclConfig_t* config);
+/* Not in weft: ncclInvalidUsage (a WARN line says why). */
+WEFT_NCCL_API ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksList, int excludeRanksCount,
+                                          ncclComm_t* newcomm, ncclConfig_t* config, int shrinkFlags);
+/* Waits for every operation queued on comm; ncclCommDestroy then frees it. */
+WEFT_NCCL_API ncclResult_t ncclCommFinalize(ncclComm_t comm);
 WEFT_NCCL_API ncclResult_t ncclCommDestroy(ncclComm_t comm);
 WEFT_NCCL_API ncclResult_t ncclCommAbort(ncclComm_t comm);
+/* Not in weft: ncclInvalidUsage (ncclCommAbort stops in-flight operations). */
+WEFT_NCCL_API ncclResult_t ncclCommRevoke(ncclComm_t comm, int revokeFlags);
 WEFT_NCCL_API ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError);
 WEFT_NCCL_API ncclResult_t ncclCommCount(const ncclComm_t comm, int* count);
 WEFT_NCCL_API ncclResult_t ncclCommCuDevice(const ncclComm_t comm, int* device);
@@ -155,6 +213,11 @@ WEFT_NCCL_API ncclResult_t ncclCommUserRank(const ncclComm_t comm, int* rank);
 /* Registration is a no-op in weft: the handle is a token to deregister. */
 WEFT_NCCL_API ncclResult_t ncclCommRegister(const ncclComm_t comm, void* buff, size_t size, void** handle);
 WEFT_NCCL_API ncclResult_t ncclCommDeregister(const ncclComm_t comm, void* handle);
+/* Likewise for windows: the window is a token to deregister, not a mapping
+ * (weft has no device-side API that could use one). */
+WEFT_NCCL_API ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void* buff, size_t size, ncclWindow_t* win,
+                                                  int winFlags);
+WEFT_NCCL_API ncclResult_t ncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win);
 
 WEFT_NCCL_API ncclResult_t ncclRedOpCreatePreMulSum(ncclRedOp_t* op, void* scalar, ncclDataType_t datatype,
                                                     ncclScalarResidence_t residence, ncclComm_t comm);
@@ -162,6 +225,9 @@ WEFT_NCCL_API ncclResult_t ncclRedOpDestroy(ncclRedOp_t op, ncclComm_t comm);
 
 WEFT_NCCL_API ncclResult_t ncclReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                                       ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream);
+/* Broadcast in place. */
+WEFT_NCCL_API ncclResult_t ncclBcast(void* buff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm,
+                                     cudaStream_t stream);
 WEFT_NCCL_API ncclResult_t ncclBroadcast(const void* sendbuff, void* recvbuff, size_t count,
                                          ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream);
 WEFT_NCCL_API ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count,
@@ -172,9 +238,15 @@ WEFT_NCCL_API ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvbuf
                                              cudaStream_t stream);
 WEFT_NCCL_API ncclResult_t ncclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
                                          ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream);
-/* Not in NCCL 2.19 (NCCL added it in 2.28); weft provides it natively. */
 WEFT_NCCL_API ncclResult_t ncclAlltoAll(const void* sendbuff, void* recvbuff, size_t count,
                                         ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream);
+/* Grouped Send/Recv to or from the root. In place when sendbuff ==
+ * recvbuff + root * count (Gather) or recvbuff == sendbuff + root * count
+ * (Scatter), counts in elements. */
+WEFT_NCCL_API ncclResult_t ncclGather(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+                                      int root, ncclComm_t comm, cudaStream_t stream);
+WEFT_NCCL_API ncclResult_t ncclScatter(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+                                       int root, ncclComm_t comm, cudaStream_t stream);
 WEFT_NCCL_API ncclResult_t ncclSend(const void* sendbuff, size_t count, ncclDataType_t datatype, int peer,
                                     ncclComm_t comm, cudaStream_t stream);
 WEFT_NCCL_API ncclResult_t ncclRecv(void* recvbuff, size_t count, ncclDataType_t datatype, int peer,
@@ -182,6 +254,9 @@ WEFT_NCCL_API ncclResult_t ncclRecv(void* recvbuff, size_t count, ncclDataType_t
 
 WEFT_NCCL_API ncclResult_t ncclGroupStart(void);
 WEFT_NCCL_API ncclResult_t ncclGroupEnd(void);
+/* Not in weft (it cannot end a group without running it): ncclInvalidUsage,
+ * and the group stays open. */
+WEFT_NCCL_API ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t* simInfo);
 
 #ifdef __cplusplus
 }

@@ -1,20 +1,29 @@
 // libnccl.so.2: the NCCL C API on top of weft. Types and enum values are
 // identical (weft mirrors NCCL), so most functions are a cast and a call;
 // what is not a plain forward is said where it happens:
+//   - loading the library turns on the settings' NCCL names (NCCL_DEBUG for
+//     WEFT_DEBUG, /etc/nccl.conf), before anything reads a setting;
 //   - ncclCommInitRank inside a group is deferred to the outermost
 //     ncclGroupEnd and run for all deferred ranks at once (NCCL semantics; one
 //     thread may initialise several ranks that way, as nccl-tests -g does);
-//   - weftTimeout has no NCCL 2.19 code and is reported as ncclRemoteError;
+//   - a config of any NCCL version is read only up to its size;
+//   - weftTimeout has no NCCL code and is reported as ncclRemoteError;
 //   - ncclMemAlloc is cudaMalloc when built with CUDA, page-aligned host
-//     memory otherwise; ncclCommRegister returns a token and registers nothing.
+//     memory otherwise; ncclCommRegister and ncclCommWindowRegister return a
+//     token and register nothing.
+// Gather/Scatter and what weft cannot do live in the other nccl_*.cc files.
+#include <array>
+#include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 #include <thread>
 #include <vector>
 
-#include "bindings/nccl/nccl.h"
-#include "weft/weft.h"
+#include "bindings/nccl/nccl_compat.h"
+#include "src/util/log.h"
+#include "src/util/settings.h"
 
 #if defined(WEFT_NCCL_WITH_CUDA)
 #include <cuda_runtime_api.h>
@@ -23,35 +32,55 @@
 static_assert(sizeof(ncclUniqueId) == sizeof(weftUniqueId), "unique ids must have one size");
 static_assert(static_cast<int>(ncclInProgress) == static_cast<int>(weftInProgress), "result codes must match");
 static_assert(static_cast<int>(ncclBfloat16) == static_cast<int>(weftBfloat16), "data types must match");
+static_assert(static_cast<int>(ncclFloat8e5m2) == static_cast<int>(weftFloat8e5m2), "data types must match");
+static_assert(static_cast<int>(ncclNumTypes) == static_cast<int>(weftNumTypes), "data types must match");
 static_assert(static_cast<int>(ncclAvg) == static_cast<int>(weftAvg), "ops must match");
+static_assert(NCCL_CONFIG_UNDEF_INT == WEFT_CONFIG_UNDEF_INT, "undefined config values must match");
+
+using weft::nccl::toNccl;
+using weft::nccl::toWeft;
+
+// Before main and before anything in this library reads a setting: a
+// program that loads libnccl.so.2 is configured the way NCCL would be. It
+// reads the NCCL_* names, and it waits for a live peer as long as NCCL does,
+// until the framework gives up and aborts (PyTorch's watchdog; weft's own
+// 5-minute default would fail a rank that is only slow, say writing a
+// checkpoint). INT32_MAX ms (24.8 days) is the longest a config can carry
+// (weftConfig_t.timeoutMs is an int) and so still bounds every wait. A dead
+// peer is still noticed at once (its sockets close; WEFT_SOCKET_DEAD_PEER_S
+// for a silent host), and WEFT_TIMEOUT_MS, from a file or the environment,
+// still wins.
+__attribute__((constructor)) static void configureLikeNccl() {
+  weft::settings::enableNcclNames();
+  weft::settings::overrideDefault(weft::settings::kTimeoutMs.id, "2147483647", "libnccl.so.2");
+}
 
 namespace {
 
-weftComm_t toWeft(ncclComm_t comm) { return reinterpret_cast<weftComm_t>(comm); }
-ncclComm_t toNccl(weftComm_t comm) { return reinterpret_cast<ncclComm_t>(comm); }
-weftDataType_t toWeft(ncclDataType_t t) { return static_cast<weftDataType_t>(t); }
-weftRedOp_t toWeft(ncclRedOp_t op) { return static_cast<weftRedOp_t>(op); }
-weftStream_t toWeft(cudaStream_t s) { return reinterpret_cast<weftStream_t>(s); }
-
-// NCCL 2.19 has no timeout code; a peer that stops answering is what
-// ncclRemoteError stands for. ncclGetLastError still says "timeout".
-ncclResult_t toNccl(weftResult_t r) {
-  if (r == weftTimeout) return ncclRemoteError;
-  return static_cast<ncclResult_t>(r);
-}
-
 constexpr unsigned kConfigMagic = 0xcafebeefu;
 
-// Copies the fields an NCCL config of any size up to ours carries.
+// Whether the caller's config, of the size it says, holds `field`.
+#define WEFT_NCCL_CONFIG_HOLDS(in, field) ((in)->size >= offsetof(ncclConfig_t, field) + sizeof((in)->field))
+
+// Copies the fields weft honours from an NCCL config of any version: the
+// size says which version, and nothing past it is read (a 2.14 program's
+// struct ends at netName). A size beyond ours is a later NCCL's; its extra
+// fields are ignored.
 ncclResult_t translateConfig(const ncclConfig_t* in, weftConfig_t* out) {
   *out = WEFT_CONFIG_INITIALIZER;
   if (!in) return ncclSuccess;
-  if (in->magic != kConfigMagic || in->size < offsetof(ncclConfig_t, netName)) return ncclInvalidArgument;
-  out->blocking = in->blocking;
-  out->minCTAs = in->minCTAs;
-  out->maxCTAs = in->maxCTAs;
-  if (in->size >= offsetof(ncclConfig_t, netName) + sizeof(in->netName)) out->netName = in->netName;
-  if (in->size >= offsetof(ncclConfig_t, splitShare) + sizeof(in->splitShare)) out->splitShare = in->splitShare;
+  if (in->size < offsetof(ncclConfig_t, blocking) || in->magic != kConfigMagic) {
+    WEFT_WARN("ncclConfig_t (size %zu, magic 0x%x) was not set up with NCCL_CONFIG_INITIALIZER", in->size,
+              in->size >= offsetof(ncclConfig_t, version) ? in->magic : 0u);
+    return ncclInvalidArgument;
+  }
+  if (WEFT_NCCL_CONFIG_HOLDS(in, blocking)) out->blocking = in->blocking;
+  if (WEFT_NCCL_CONFIG_HOLDS(in, minCTAs)) out->minCTAs = in->minCTAs;
+  if (WEFT_NCCL_CONFIG_HOLDS(in, maxCTAs)) out->maxCTAs = in->maxCTAs;
+  if (WEFT_NCCL_CONFIG_HOLDS(in, netName)) out->netName = in->netName;
+  if (WEFT_NCCL_CONFIG_HOLDS(in, splitShare)) out->splitShare = in->splitShare;
+  if (WEFT_NCCL_CONFIG_HOLDS(in, trafficClass)) out->trafficClass = in->trafficClass;  // weft: ignored
+  if (WEFT_NCCL_CONFIG_HOLDS(in, commName)) out->commName = in->commName;
   return ncclSuccess;
 }
 
@@ -113,7 +142,10 @@ ncclResult_t initRank(ncclComm_t* comm, int nranks, const ncclUniqueId& id, int 
   return toNccl(r);
 }
 
+// A buffer or window "registration": weft needs none, so this is only a
+// token that deregistration checks (a window token is not a buffer token).
 constexpr uint64_t kRegistrationMagic = 0x7765667452656721ull;
+constexpr uint64_t kWindowMagic = 0x7765667457696e21ull;
 struct Registration {
   uint64_t magic;
   const void* buff;
@@ -166,9 +198,26 @@ ncclResult_t ncclGetUniqueId(ncclUniqueId* uniqueId) {
   return toNccl(r);
 }
 
-const char* ncclGetErrorString(ncclResult_t result) { return weftGetErrorString(static_cast<weftResult_t>(result)); }
+// weft's strings say "run with WEFT_DEBUG=WARN"; a program written for NCCL
+// is told the name it knows, which this library reads as well.
+const char* ncclGetErrorString(ncclResult_t result) {
+  static const std::array<std::string, ncclNumResults> strings = [] {
+    std::array<std::string, ncclNumResults> s;
+    for (int r = 0; r < ncclNumResults; r++) {
+      s[r] = weftGetErrorString(static_cast<weftResult_t>(r));
+      if (size_t at = s[r].find("WEFT_DEBUG"); at != std::string::npos) s[r].replace(at, 4, "NCCL");
+    }
+    return s;
+  }();
+  if (result < 0 || result >= ncclNumResults) return weftGetErrorString(static_cast<weftResult_t>(result));
+  return strings[result].c_str();
+}
 
 const char* ncclGetLastError(ncclComm_t comm) { return weftGetLastError(toWeft(comm)); }
+
+// Logging is configured once per process from WEFT_DEBUG/NCCL_DEBUG; there
+// is nothing to reset.
+void ncclResetDebugInit(void) {}
 
 ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank,
                                     ncclConfig_t* config) {
@@ -177,6 +226,19 @@ ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId c
 
 ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank) {
   return initRank(comm, nranks, commId, rank, nullptr);
+}
+
+// NCCL spreads its bootstrap over several roots for speed; weft's needs one,
+// and every rank passes the same list, so all join the first id's root.
+ncclResult_t ncclCommInitRankScalable(ncclComm_t* newcomm, int nranks, int myrank, int nId, ncclUniqueId* commIds,
+                                      ncclConfig_t* config) {
+  if (nId < 1 || !commIds) {
+    WEFT_WARN("ncclCommInitRankScalable: nId=%d and commIds=%p: at least one unique id is needed", nId,
+              static_cast<void*>(commIds));
+    if (newcomm) *newcomm = nullptr;
+    return ncclInvalidArgument;
+  }
+  return initRank(newcomm, nranks, commIds[0], myrank, config);
 }
 
 ncclResult_t ncclCommInitAll(ncclComm_t* comm, int ndev, const int* devlist) {
@@ -189,6 +251,7 @@ ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newc
   return toNccl(weftCommSplit(toWeft(comm), color, key, reinterpret_cast<weftComm_t*>(newcomm), config ? &cfg : nullptr));
 }
 
+ncclResult_t ncclCommFinalize(ncclComm_t comm) { return toNccl(weftCommFinalize(toWeft(comm))); }
 ncclResult_t ncclCommDestroy(ncclComm_t comm) { return toNccl(weftCommDestroy(toWeft(comm))); }
 ncclResult_t ncclCommAbort(ncclComm_t comm) { return toNccl(weftCommAbort(toWeft(comm))); }
 
@@ -222,6 +285,26 @@ ncclResult_t ncclCommDeregister(const ncclComm_t comm, void* handle) {
   return ncclSuccess;
 }
 
+ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void* buff, size_t size, ncclWindow_t* win, int winFlags) {
+  if (!comm || !win) return ncclInvalidArgument;
+  if (winFlags & ~(NCCL_WIN_DEFAULT | NCCL_WIN_COLL_SYMMETRIC)) {
+    WEFT_WARN("ncclCommWindowRegister: unknown flags 0x%x", winFlags);
+    return ncclInvalidArgument;
+  }
+  int count = 0;
+  if (ncclResult_t r = toNccl(weftCommCount(toWeft(comm), &count))) return r;
+  *win = reinterpret_cast<ncclWindow_t>(new Registration{kWindowMagic, buff, size});
+  return ncclSuccess;
+}
+
+ncclResult_t ncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win) {
+  auto* reg = reinterpret_cast<Registration*>(win);
+  if (!comm || !reg || reg->magic != kWindowMagic) return ncclInvalidArgument;
+  reg->magic = 0;
+  delete reg;
+  return ncclSuccess;
+}
+
 ncclResult_t ncclRedOpCreatePreMulSum(ncclRedOp_t* op, void* scalar, ncclDataType_t datatype,
                                       ncclScalarResidence_t residence, ncclComm_t comm) {
   return toNccl(weftRedOpCreatePreMulSum(reinterpret_cast<weftRedOp_t*>(op), scalar, toWeft(datatype),
@@ -235,6 +318,11 @@ ncclResult_t ncclRedOpDestroy(ncclRedOp_t op, ncclComm_t comm) {
 ncclResult_t ncclReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, ncclRedOp_t op,
                         int root, ncclComm_t comm, cudaStream_t stream) {
   return toNccl(weftReduce(sendbuff, recvbuff, count, toWeft(datatype), toWeft(op), root, toWeft(comm), toWeft(stream)));
+}
+
+ncclResult_t ncclBcast(void* buff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm,
+                       cudaStream_t stream) {
+  return toNccl(weftBcast(buff, count, toWeft(datatype), root, toWeft(comm), toWeft(stream)));
 }
 
 ncclResult_t ncclBroadcast(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root,
@@ -292,20 +380,19 @@ ncclResult_t ncclGroupEnd(void) {
 
 }  // extern "C"
 
-// NCCL's profiling interface: every ncclX is also exported as pncclX, so
-// tools that interpose on ncclX can still reach the real function.
-#define WEFT_NCCL_PROFILING_ALIAS(name) \
-  extern "C" WEFT_NCCL_API decltype(name) p##name __attribute__((alias(#name)));
 WEFT_NCCL_PROFILING_ALIAS(ncclMemAlloc)
 WEFT_NCCL_PROFILING_ALIAS(ncclMemFree)
 WEFT_NCCL_PROFILING_ALIAS(ncclGetVersion)
 WEFT_NCCL_PROFILING_ALIAS(ncclGetUniqueId)
 WEFT_NCCL_PROFILING_ALIAS(ncclGetErrorString)
 WEFT_NCCL_PROFILING_ALIAS(ncclGetLastError)
+WEFT_NCCL_PROFILING_ALIAS(ncclResetDebugInit)
 WEFT_NCCL_PROFILING_ALIAS(ncclCommInitRankConfig)
 WEFT_NCCL_PROFILING_ALIAS(ncclCommInitRank)
+WEFT_NCCL_PROFILING_ALIAS(ncclCommInitRankScalable)
 WEFT_NCCL_PROFILING_ALIAS(ncclCommInitAll)
 WEFT_NCCL_PROFILING_ALIAS(ncclCommSplit)
+WEFT_NCCL_PROFILING_ALIAS(ncclCommFinalize)
 WEFT_NCCL_PROFILING_ALIAS(ncclCommDestroy)
 WEFT_NCCL_PROFILING_ALIAS(ncclCommAbort)
 WEFT_NCCL_PROFILING_ALIAS(ncclCommGetAsyncError)
@@ -314,9 +401,12 @@ WEFT_NCCL_PROFILING_ALIAS(ncclCommCuDevice)
 WEFT_NCCL_PROFILING_ALIAS(ncclCommUserRank)
 WEFT_NCCL_PROFILING_ALIAS(ncclCommRegister)
 WEFT_NCCL_PROFILING_ALIAS(ncclCommDeregister)
+WEFT_NCCL_PROFILING_ALIAS(ncclCommWindowRegister)
+WEFT_NCCL_PROFILING_ALIAS(ncclCommWindowDeregister)
 WEFT_NCCL_PROFILING_ALIAS(ncclRedOpCreatePreMulSum)
 WEFT_NCCL_PROFILING_ALIAS(ncclRedOpDestroy)
 WEFT_NCCL_PROFILING_ALIAS(ncclReduce)
+WEFT_NCCL_PROFILING_ALIAS(ncclBcast)
 WEFT_NCCL_PROFILING_ALIAS(ncclBroadcast)
 WEFT_NCCL_PROFILING_ALIAS(ncclAllReduce)
 WEFT_NCCL_PROFILING_ALIAS(ncclReduceScatter)

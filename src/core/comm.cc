@@ -79,11 +79,21 @@ plan::FifoGeometry chooseGeometry(const settings::Config& cfg) {
   return g;
 }
 
+// WEFT_NCHANNELS, raised to the lower bound and capped at the upper one; a
+// bound in the config (minCTAs, maxCTAs) takes the place of the variable's
+// (WEFT_MIN_NCHANNELS, WEFT_MAX_NCHANNELS: NCCL's NCCL_MIN/MAX_NCHANNELS).
 int chooseChannels(const settings::Config& cfg, const weftConfig_t* config) {
   int64_t n = cfg.get(settings::kNChannels);
-  if (config && config->minCTAs != WEFT_CONFIG_UNDEF_INT && n < config->minCTAs) n = config->minCTAs;
-  if (config && config->maxCTAs != WEFT_CONFIG_UNDEF_INT && n > config->maxCTAs) n = config->maxCTAs;
-  if (n < 1 || n > 16) raise(weftInvalidArgument, "channel count %ld must be in 1..16 (WEFT_NCHANNELS)", static_cast<long>(n));
+  int64_t lo = cfg.value(settings::kMinChannels.id).text ? cfg.get(settings::kMinChannels) : 0;
+  int64_t hi = cfg.value(settings::kMaxChannels.id).text ? cfg.get(settings::kMaxChannels) : INT64_MAX;
+  if (config && config->minCTAs != WEFT_CONFIG_UNDEF_INT) lo = config->minCTAs;
+  if (config && config->maxCTAs != WEFT_CONFIG_UNDEF_INT) hi = config->maxCTAs;
+  if (n < lo) n = lo;
+  if (n > hi) n = hi;
+  if (n < 1 || n > 16)
+    raise(weftInvalidArgument,
+          "channel count %ld must be in 1..16 (WEFT_NCHANNELS, bounded by WEFT_MIN_NCHANNELS/WEFT_MAX_NCHANNELS "
+          "or the config's minCTAs/maxCTAs)", static_cast<long>(n));
   return static_cast<int>(n);
 }
 

@@ -1,5 +1,6 @@
 #include "src/util/settings.h"
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -10,18 +11,35 @@
 #include "src/util/env.h"
 #include "src/util/log.h"
 
+extern char** environ;
+
 namespace weft::settings {
 namespace {
 
-// What the settings files say, parsed once per Config::read.
+// What the settings files say, parsed once per Config::read. The nccl.conf
+// files are parsed first, so a weft file's line for the same row wins.
 struct FileLayer {
   std::array<Value, kCount> values;
   std::vector<std::string> warnings;
+  std::vector<std::string> ignoredNccl;  // NCCL names in nccl.conf with no twin
+  std::array<Value, kCount> defaults;    // overrideDefault's, else unset
 };
 
-std::mutex gMutex;
-std::shared_ptr<const FileLayer> gFiles;                // guarded by gMutex
-std::optional<std::vector<std::string>> gPathOverride;  // guarded by gMutex
+// libnccl.so.2 calls enableNcclNames and overrideDefault from a load-time
+// constructor, which may run before this file's dynamic initialisers:
+// everything they touch is constant-initialised (constinit) or built on
+// first use (processDefaults).
+constinit std::atomic<bool> gNcclNames{false};
+
+constinit std::mutex gMutex;
+constinit std::shared_ptr<const FileLayer> gFiles;                    // guarded by gMutex
+constinit std::optional<std::vector<std::string>> gPathOverride;      // guarded by gMutex
+constinit std::optional<std::vector<std::string>> gNcclPathOverride;  // guarded by gMutex
+
+std::array<Value, kCount>& processDefaults() {  // guarded by gMutex
+  static std::array<Value, kCount> defaults;
+  return defaults;
+}
 
 std::string trim(const std::string& s) {
   const char* blank = " \t\r";
@@ -38,7 +56,10 @@ std::string stripComment(const std::string& line) {
   return line;
 }
 
-void parseLine(const std::string& path, int lineNo, const std::string& raw, FileLayer* layer) {
+// A weft.conf names WEFT_ variables; an nccl.conf names NCCL_ ones, and
+// one weft has no twin for is normal there (NCCL has many more), so it is
+// noted at INFO rather than warned about.
+void parseLine(const std::string& path, int lineNo, const std::string& raw, bool ncclFile, FileLayer* layer) {
   const std::string line = trim(stripComment(raw));
   if (line.empty()) return;
   const std::string at = path + " line " + std::to_string(lineNo);
@@ -48,7 +69,11 @@ void parseLine(const std::string& path, int lineNo, const std::string& raw, File
     return;
   }
   const std::string name = trim(line.substr(0, eq)), text = trim(line.substr(eq + 1));
-  const Info* i = find(name);
+  const Info* i = ncclFile ? findNccl(name) : find(name);
+  if (!i && ncclFile) {
+    layer->ignoredNccl.push_back(name + " (" + at + ")");
+    return;
+  }
   if (!i) {
     layer->warnings.push_back(at + ": " + name + " is not a weft setting; ignored");
     return;
@@ -59,34 +84,38 @@ void parseLine(const std::string& path, int lineNo, const std::string& raw, File
   }
   Value& v = layer->values[i - kTable];
   v.text = text.empty() ? std::nullopt : std::optional<std::string>(text);
-  v.source = Source{Source::File, path, lineNo};
+  v.source = Source{Source::File, path, lineNo, ncclFile ? name : std::string()};
 }
 
-void parseFile(const std::string& path, bool mustExist, FileLayer* layer) {
+void parseFile(const std::string& path, bool mustExist, bool ncclFile, FileLayer* layer) {
   std::ifstream in(path);
   if (!in) {
     if (mustExist) layer->warnings.push_back(path + " (WEFT_CONF_FILE) cannot be read; ignored");
     return;
   }
   std::string line;
-  for (int n = 1; std::getline(in, line); n++) parseLine(path, n, line, layer);
+  for (int n = 1; std::getline(in, line); n++) parseLine(path, n, line, ncclFile, layer);
 }
 
-std::vector<std::string> standardPaths() {
-  std::vector<std::string> paths{"/etc/weft.conf"};
-  if (const char* home = getenv("HOME"); home && *home) paths.push_back(std::string(home) + "/.weft.conf");
+// /etc/<base> and ~/.<base>: "weft.conf", "nccl.conf".
+std::vector<std::string> standardPaths(const std::string& base) {
+  std::vector<std::string> paths{"/etc/" + base};
+  if (const char* home = getenv("HOME"); home && *home) paths.push_back(std::string(home) + "/." + base);
   return paths;
 }
 
 std::shared_ptr<const FileLayer> loadFiles() {
   auto layer = std::make_shared<FileLayer>();
-  std::vector<std::string> paths;
+  std::vector<std::string> paths, ncclPaths;
   {
     std::lock_guard<std::mutex> lock(gMutex);
-    paths = gPathOverride ? *gPathOverride : standardPaths();
+    paths = gPathOverride ? *gPathOverride : standardPaths("weft.conf");
+    if (gNcclNames) ncclPaths = gNcclPathOverride ? *gNcclPathOverride : standardPaths("nccl.conf");
+    layer->defaults = processDefaults();
   }
-  for (const std::string& p : paths) parseFile(p, false, layer.get());
-  if (auto extra = envString(info(Id::kConfFile).name)) parseFile(*extra, true, layer.get());
+  for (const std::string& p : ncclPaths) parseFile(p, false, true, layer.get());
+  for (const std::string& p : paths) parseFile(p, false, false, layer.get());
+  if (auto extra = envString(info(Id::kConfFile).name)) parseFile(*extra, true, false, layer.get());
   std::lock_guard<std::mutex> lock(gMutex);
   gFiles = layer;
   return layer;
@@ -102,24 +131,49 @@ std::shared_ptr<const FileLayer> currentFiles() {
 
 Value current(Id id, const FileLayer& files) {
   const Info& i = info(id);
-  if (auto env = envString(i.name)) return Value{env, Source{Source::Environment, "", 0}};
+  if (auto env = envString(i.name)) return Value{env, Source{Source::Environment, "", 0, ""}};
+  if (i.ncclName && gNcclNames)
+    if (auto env = envString(i.ncclName)) return Value{env, Source{Source::Environment, "", 0, i.ncclName}};
   const Value& fromFile = files.values[static_cast<int>(id)];
   if (fromFile.source.kind == Source::File && fromFile.text) return fromFile;
+  if (files.defaults[static_cast<int>(id)].text) return files.defaults[static_cast<int>(id)];
   Value v;
   if (i.defaultValue) v.text = i.defaultValue;
   return v;
 }
 
-std::string whereSuffix(const Source& s) {
-  return s.kind == Source::File ? " (set in " + s.describe() + ")" : "";
+// A value read under its NCCL name is reported under that name, which is
+// what the operator wrote, in the words its WEFT_ twin's error would use.
+std::string whereSuffix(Id id, const Source& s) {
+  std::string where;
+  if (s.kind == Source::File) where = " (set in " + s.file + " line " + std::to_string(s.line);
+  if (!s.ncclName.empty()) where += std::string(where.empty() ? " (" : "; ") + "read for " + info(id).name;
+  return where.empty() ? "" : where + ")";
+}
+
+const char* nameRead(Id id, const Value& v) {
+  return v.source.ncclName.empty() ? info(id).name : v.source.ncclName.c_str();
 }
 
 int64_t asInt(Id id, const Value& v) {
-  return v.text ? parseIntValue(info(id).name, *v.text, whereSuffix(v.source)) : 0;
+  return v.text ? parseIntValue(nameRead(id, v), *v.text, whereSuffix(id, v.source)) : 0;
 }
 
 bool asBool(Id id, const Value& v) {
-  return v.text ? parseBoolValue(info(id).name, *v.text, whereSuffix(v.source)) : false;
+  return v.text ? parseBoolValue(nameRead(id, v), *v.text, whereSuffix(id, v.source)) : false;
+}
+
+// NCCL_ variables in the environment that no row names: set for NCCL,
+// which weft does not imitate; said once at INFO so nobody wonders.
+std::vector<std::string> ignoredNcclEnvironment() {
+  std::vector<std::string> out;
+  for (char** e = environ; e && *e; e++) {
+    std::string_view entry(*e);
+    if (entry.rfind("NCCL_", 0) != 0) continue;
+    std::string name(entry.substr(0, entry.find('=')));
+    if (!findNccl(name)) out.push_back(name + " (environment)");
+  }
+  return out;
 }
 
 }  // namespace
@@ -127,6 +181,12 @@ bool asBool(Id id, const Value& v) {
 const Info* find(std::string_view name) {
   for (const Info& i : kTable)
     if (name == i.name) return &i;
+  return nullptr;
+}
+
+const Info* findNccl(std::string_view ncclName) {
+  for (const Info& i : kTable)
+    if (i.ncclName && ncclName == i.ncclName) return &i;
   return nullptr;
 }
 
@@ -150,9 +210,9 @@ const char* toString(Scope scope) {
 
 std::string Source::describe() const {
   switch (kind) {
-    case Default: return "default";
-    case Environment: return "environment";
-    case File: return file + " line " + std::to_string(line);
+    case Default: return owner.empty() ? "default" : owner + "'s default";
+    case Environment: return ncclName.empty() ? "environment" : ncclName + " in the environment";
+    case File: return (ncclName.empty() ? "" : ncclName + " in ") + file + " line " + std::to_string(line);
   }
   return "?";
 }
@@ -162,6 +222,10 @@ Config Config::read() {
   Config c;
   for (int i = 0; i < kCount; i++) c.values_[i] = current(static_cast<Id>(i), *files);
   c.warnings_ = files->warnings;
+  if (gNcclNames) {
+    c.ignored_ = ignoredNcclEnvironment();
+    c.ignored_.insert(c.ignored_.end(), files->ignoredNccl.begin(), files->ignoredNccl.end());
+  }
   return c;
 }
 
@@ -173,7 +237,7 @@ std::vector<std::string> Config::sourceLines() const {
   std::vector<std::string> lines;
   for (int i = 0; i < kCount; i++) {
     const Value& v = values_[i];
-    if (v.source.kind == Source::Default) continue;
+    if (v.source.kind == Source::Default && v.source.owner.empty()) continue;
     lines.push_back(std::string(kTable[i].name) + "=" + v.text.value_or("") + " (" + v.source.describe() + ")");
   }
   return lines;
@@ -189,12 +253,41 @@ void logConfig(const Config& config) {
     lock.unlock();
     WEFT_WARN("settings: %s", w.c_str());
   }
+  for (const std::string& name : config.ignoredNcclNames()) {
+    std::unique_lock<std::mutex> lock(mutex);
+    if (!warned.insert(name).second) continue;
+    lock.unlock();
+    WEFT_INFO(kEnv, "settings: %s has no weft equivalent; ignored", name.c_str());
+  }
   for (const std::string& line : config.sourceLines()) WEFT_INFO(kEnv, "setting %s", line.c_str());
 }
 
 int64_t get(IntSetting h) { return asInt(h.id, current(h.id, *currentFiles())); }
 bool get(BoolSetting h) { return asBool(h.id, current(h.id, *currentFiles())); }
 std::optional<std::string> get(StringSetting h) { return current(h.id, *currentFiles()).text; }
+
+void enableNcclNames(bool on) {
+  gNcclNames = on;
+  std::lock_guard<std::mutex> lock(gMutex);
+  gFiles.reset();  // the next read takes the nccl.conf files in (or out)
+}
+
+bool ncclNamesEnabled() { return gNcclNames; }
+
+void overrideDefault(Id id, const char* value, const char* owner) {
+  Value v;
+  if (value) v.text = value;
+  if (value && owner) v.source.owner = owner;
+  std::lock_guard<std::mutex> lock(gMutex);
+  processDefaults()[static_cast<int>(id)] = v;
+  gFiles.reset();  // the next read takes it in
+}
+
+void setNcclFilePathsForTesting(std::optional<std::vector<std::string>> paths) {
+  std::lock_guard<std::mutex> lock(gMutex);
+  gNcclPathOverride = std::move(paths);
+  gFiles.reset();
+}
 
 void setFilePathsForTesting(std::optional<std::vector<std::string>> paths) {
   std::lock_guard<std::mutex> lock(gMutex);

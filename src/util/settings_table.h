@@ -2,6 +2,10 @@
 // with WEFT_SETTING defined; nothing else includes it.
 //
 // WEFT_SETTING(handle, name, type, default, scope, doc)
+// WEFT_SETTING_NCCL(handle, name, ncclName, type, default, scope, doc)
+//   the same, plus the NCCL name operators use for it: read (below the
+//   WEFT_ name, from the environment and /etc/nccl.conf, ~/.nccl.conf)
+//   only in processes that enabled NCCL names (libnccl.so.2 does at load)
 //   handle   the constant code reads it through (settings::kNSlots)
 //   type     Int (decimal, 0x hex or 0 octal, optional K/M/G suffix),
 //            Bool (1/true/yes/on, 0/false/no/off) or String
@@ -15,38 +19,48 @@
 // docs/environment.md is tested against this table (tests/settings).
 
 // Logging
-WEFT_SETTING(kDebug, "WEFT_DEBUG", String, nullptr, Process, "log level: WARN, INFO or TRACE")
-WEFT_SETTING(kDebugSubsys, "WEFT_DEBUG_SUBSYS", String, "ALL", Process, "subsystems whose INFO/TRACE lines print")
-WEFT_SETTING(kDebugFile, "WEFT_DEBUG_FILE", String, nullptr, Process, "log file (%h host, %p pid) instead of stderr")
+WEFT_SETTING_NCCL(kDebug, "WEFT_DEBUG", "NCCL_DEBUG", String, nullptr, Process, "log level: WARN, INFO or TRACE")
+WEFT_SETTING_NCCL(kDebugSubsys, "WEFT_DEBUG_SUBSYS", "NCCL_DEBUG_SUBSYS", String, "ALL", Process,
+                  "subsystems whose INFO/TRACE lines print")
+WEFT_SETTING_NCCL(kDebugFile, "WEFT_DEBUG_FILE", "NCCL_DEBUG_FILE", String, nullptr, Process,
+                  "log file (%h host, %p pid) instead of stderr")
 
 // Settings files
 WEFT_SETTING(kConfFile, "WEFT_CONF_FILE", String, nullptr, Launch,
              "one more settings file, read after /etc/weft.conf and ~/.weft.conf")
 
 // Bootstrap and sockets
-WEFT_SETTING(kSocketIfname, "WEFT_SOCKET_IFNAME", String, nullptr, Process, "interfaces to listen on")
-WEFT_SETTING(kCommId, "WEFT_COMM_ID", String, nullptr, Process, "<ip>:<port> of the bootstrap root")
+WEFT_SETTING_NCCL(kSocketIfname, "WEFT_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME", String, nullptr, Process,
+                  "interfaces to listen on")
+WEFT_SETTING_NCCL(kCommId, "WEFT_COMM_ID", "NCCL_COMM_ID", String, nullptr, Process,
+                  "<ip>:<port> of the bootstrap root")
 WEFT_SETTING(kCommSecret, "WEFT_COMM_SECRET", String, nullptr, Process, "mixed into ids built from WEFT_COMM_ID")
 WEFT_SETTING(kSocketNSocks, "WEFT_SOCKET_NSOCKS", Int, "2", Comm, "TCP sockets per socket-transport connection")
 WEFT_SETTING(kSocketInline, "WEFT_SOCKET_INLINE", Int, "1", Comm, "largest piece the executor moves itself")
 WEFT_SETTING(kSocketBuffsize, "WEFT_SOCKET_BUFFSIZE", Int, "4M", Process, "SO_SNDBUF/SO_RCVBUF of data sockets")
 WEFT_SETTING(kSocketDeadPeerS, "WEFT_SOCKET_DEAD_PEER_S", Int, "30", Process,
              "seconds before a silent TCP peer is declared dead")
-WEFT_SETTING(kHostId, "WEFT_HOSTID", String, nullptr, Comm, "the identity that decides \"same host\"")
+WEFT_SETTING_NCCL(kHostId, "WEFT_HOSTID", "NCCL_HOSTID", String, nullptr, Comm,
+                  "the identity that decides \"same host\"")
 
 // Transport choice
-WEFT_SETTING(kShmDisable, "WEFT_SHM_DISABLE", Bool, "0", Comm, "never use shared memory")
-WEFT_SETTING(kP2pDisable, "WEFT_P2P_DISABLE", Bool, "0", Comm, "never use CUDA-IPC peer-to-peer")
-WEFT_SETTING(kNet, "WEFT_NET", String, nullptr, Comm, "force Socket or IB between hosts")
+WEFT_SETTING_NCCL(kShmDisable, "WEFT_SHM_DISABLE", "NCCL_SHM_DISABLE", Bool, "0", Comm, "never use shared memory")
+WEFT_SETTING_NCCL(kP2pDisable, "WEFT_P2P_DISABLE", "NCCL_P2P_DISABLE", Bool, "0", Comm,
+                  "never use CUDA-IPC peer-to-peer")
+WEFT_SETTING_NCCL(kNet, "WEFT_NET", "NCCL_NET", String, nullptr, Comm, "force Socket or IB between hosts")
 
 // FIFOs, channels, algorithms
-WEFT_SETTING(kBuffsize, "WEFT_BUFFSIZE", Int, "4M", Comm, "bytes of one connection's FIFO")
+WEFT_SETTING_NCCL(kBuffsize, "WEFT_BUFFSIZE", "NCCL_BUFFSIZE", Int, "4M", Comm, "bytes of one connection's FIFO")
 WEFT_SETTING(kNSlots, "WEFT_NSLOTS", Int, "8", Comm, "slots per FIFO")
 WEFT_SETTING(kNChannels, "WEFT_NCHANNELS", Int, "1", Comm, "channels per communicator")
+WEFT_SETTING_NCCL(kMinChannels, "WEFT_MIN_NCHANNELS", "NCCL_MIN_NCHANNELS", Int, nullptr, Comm,
+                  "raise the channel count to at least this (config minCTAs wins)")
+WEFT_SETTING_NCCL(kMaxChannels, "WEFT_MAX_NCHANNELS", "NCCL_MAX_NCHANNELS", Int, nullptr, Comm,
+                  "cap the channel count at this (config maxCTAs wins)")
 WEFT_SETTING(kCallChannels, "WEFT_CALL_CHANNELS", Int, "0", Comm, "channels every call uses (0: the model's choice)")
 WEFT_SETTING(kSliceBytes, "WEFT_SLICE_BYTES", Int, "0", Comm, "slice size every call uses (0: the model's choice)")
-WEFT_SETTING(kAlgo, "WEFT_ALGO", String, nullptr, Comm, "algorithms the selector may use")
-WEFT_SETTING(kProto, "WEFT_PROTO", String, nullptr, Comm, "protocols the selector may use")
+WEFT_SETTING_NCCL(kAlgo, "WEFT_ALGO", "NCCL_ALGO", String, nullptr, Comm, "algorithms the selector may use")
+WEFT_SETTING_NCCL(kProto, "WEFT_PROTO", "NCCL_PROTO", String, nullptr, Comm, "protocols the selector may use")
 WEFT_SETTING(kTuneShmLatNs, "WEFT_TUNE_SHM_LAT_NS", Int, "3000", Comm, "cost model: shared-memory hop latency, ns")
 WEFT_SETTING(kTuneShmBwMbs, "WEFT_TUNE_SHM_BW_MBS", Int, "8000", Comm, "cost model: shared-memory bandwidth, MB/s")
 WEFT_SETTING(kTuneNetLatNs, "WEFT_TUNE_NET_LAT_NS", Int, "25000", Comm, "cost model: network hop latency, ns")
@@ -67,26 +81,30 @@ WEFT_SETTING(kTraceMaxEvents, "WEFT_TRACE_MAX_EVENTS", Int, "100000", Comm,
              "events a trace keeps (the oldest are dropped)")
 
 // Topology
-WEFT_SETTING(kTopoFile, "WEFT_TOPO_FILE", String, nullptr, Comm, "topology JSON file instead of detection")
+WEFT_SETTING_NCCL(kTopoFile, "WEFT_TOPO_FILE", "NCCL_TOPO_FILE", String, nullptr, Comm,
+                  "topology JSON file instead of detection")
 WEFT_SETTING(kTopoDumpFile, "WEFT_TOPO_DUMP_FILE", String, nullptr, Comm, "write the topology in use here")
 
 // IB / RoCE
-WEFT_SETTING(kIbDisable, "WEFT_IB_DISABLE", Bool, "0", Comm, "never use IB/RoCE")
-WEFT_SETTING(kIbHca, "WEFT_IB_HCA", String, nullptr, Comm, "HCA ports to use")
-WEFT_SETTING(kIbGidIndex, "WEFT_IB_GID_INDEX", Int, "-1", Comm, "RoCE GID index (-1: auto)")
-WEFT_SETTING(kIbTc, "WEFT_IB_TC", Int, "0", Comm, "RoCE traffic class")
-WEFT_SETTING(kIbSl, "WEFT_IB_SL", Int, "0", Comm, "IB service level")
-WEFT_SETTING(kIbTimeout, "WEFT_IB_TIMEOUT", Int, "20", Comm, "local ACK timeout exponent")
-WEFT_SETTING(kIbRetryCnt, "WEFT_IB_RETRY_CNT", Int, "7", Comm, "IB transport retries")
-WEFT_SETTING(kIbQpsPerConnection, "WEFT_IB_QPS_PER_CONNECTION", Int, "1", Comm, "queue pairs per IB connection")
+WEFT_SETTING_NCCL(kIbDisable, "WEFT_IB_DISABLE", "NCCL_IB_DISABLE", Bool, "0", Comm, "never use IB/RoCE")
+WEFT_SETTING_NCCL(kIbHca, "WEFT_IB_HCA", "NCCL_IB_HCA", String, nullptr, Comm, "HCA ports to use")
+WEFT_SETTING_NCCL(kIbGidIndex, "WEFT_IB_GID_INDEX", "NCCL_IB_GID_INDEX", Int, "-1", Comm, "RoCE GID index (-1: auto)")
+WEFT_SETTING_NCCL(kIbTc, "WEFT_IB_TC", "NCCL_IB_TC", Int, "0", Comm, "RoCE traffic class")
+WEFT_SETTING_NCCL(kIbSl, "WEFT_IB_SL", "NCCL_IB_SL", Int, "0", Comm, "IB service level")
+WEFT_SETTING_NCCL(kIbTimeout, "WEFT_IB_TIMEOUT", "NCCL_IB_TIMEOUT", Int, "20", Comm, "local ACK timeout exponent")
+WEFT_SETTING_NCCL(kIbRetryCnt, "WEFT_IB_RETRY_CNT", "NCCL_IB_RETRY_CNT", Int, "7", Comm, "IB transport retries")
+WEFT_SETTING_NCCL(kIbQpsPerConnection, "WEFT_IB_QPS_PER_CONNECTION", "NCCL_IB_QPS_PER_CONNECTION", Int, "1", Comm,
+                  "queue pairs per IB connection")
 WEFT_SETTING(kIbVerbsLib, "WEFT_IB_VERBS_LIB", String, "libibverbs.so.1", Process, "the verbs library to dlopen")
 
 // GPUDirect RDMA
 WEFT_SETTING(kGdrDisable, "WEFT_GDR_DISABLE", Bool, "0", Comm, "stage GPU buffers through host memory over IB")
-WEFT_SETTING(kNetGdrLevel, "WEFT_NET_GDR_LEVEL", String, nullptr, Comm,
+WEFT_SETTING_NCCL(kNetGdrLevel, "WEFT_NET_GDR_LEVEL", "NCCL_NET_GDR_LEVEL", String, nullptr, Comm,
              "farthest GPU-NIC path for GPUDirect RDMA: LOC, PIX, PXB, PHB, SYS")
-WEFT_SETTING(kDmabufEnable, "WEFT_DMABUF_ENABLE", Bool, "1", Comm, "register GPU memory through dma-buf")
-WEFT_SETTING(kGdrFlushDisable, "WEFT_GDR_FLUSH_DISABLE", Bool, "0", Comm, "skip the read-back flush of GPU slots")
+WEFT_SETTING_NCCL(kDmabufEnable, "WEFT_DMABUF_ENABLE", "NCCL_DMABUF_ENABLE", Bool, "1", Comm,
+                  "register GPU memory through dma-buf")
+WEFT_SETTING_NCCL(kGdrFlushDisable, "WEFT_GDR_FLUSH_DISABLE", "NCCL_GDR_FLUSH_DISABLE", Bool, "0", Comm,
+                  "skip the read-back flush of GPU slots")
 
 // Launchers and perf binaries (not read by the library)
 WEFT_SETTING(kRank, "WEFT_RANK", Int, nullptr, Launch, "this process's rank")

@@ -1,6 +1,7 @@
 // docs/environment.md against the settings table: every declared variable
-// has a row whose default is the table's, and the page names no variable
-// the table does not declare.
+// has a row whose default is the table's, a row naming a variable's NCCL
+// name (`WEFT_X` / `NCCL_X`) names the table's, and the page names no
+// variable the table does not declare.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -20,6 +21,7 @@ namespace {
 struct Row {
   int line;
   std::vector<std::string> names;
+  std::vector<std::string> ncclNames;  // NCCL_ names in the first cell
   std::string defaultCell;  // backquotes removed, trimmed
 };
 
@@ -46,15 +48,17 @@ std::string page() {
 // Table rows whose first cell names WEFT_ variables; every such table has
 // the default in its second column.
 std::vector<Row> rows(const std::string& text) {
-  static const std::regex name("`(WEFT_[A-Z0-9_]+)`");
+  static const std::regex name("`(WEFT_[A-Z0-9_]+)`"), ncclName("`(NCCL_[A-Z0-9_]+)`");
   std::vector<Row> out;
   std::stringstream in(text);
   std::string line;
   for (int n = 1; std::getline(in, line); n++) {
     if (line.rfind("| `WEFT_", 0) != 0) continue;
     std::vector<std::string> c = cells(line);
-    Row r{n, {}, c.size() > 1 ? c[1] : ""};
+    Row r{n, {}, {}, c.size() > 1 ? c[1] : ""};
     for (std::sregex_iterator it(c[0].begin(), c[0].end(), name), end; it != end; ++it) r.names.push_back((*it)[1]);
+    for (std::sregex_iterator it(c[0].begin(), c[0].end(), ncclName), end; it != end; ++it)
+      r.ncclNames.push_back((*it)[1]);
     r.defaultCell.erase(std::remove(r.defaultCell.begin(), r.defaultCell.end(), '`'), r.defaultCell.end());
     out.push_back(r);
   }
@@ -83,6 +87,25 @@ TEST(SettingsDocs, EveryDeclaredVariableIsDocumentedWithItsDefault) {
     }
   }
   for (const Info& i : all()) EXPECT_TRUE(documented.count(i.name)) << i.name << " has no row in docs/environment.md";
+}
+
+TEST(SettingsDocs, NcclNamesAreInTheirTwinsRows) {
+  std::set<std::string> shown;  // "WEFT_X NCCL_X" pairs that share a row
+  for (const Row& r : rows(page())) {
+    for (const std::string& n : r.ncclNames) {
+      bool twin = false;
+      for (const std::string& w : r.names)
+        if (const Info* i = find(w); i && i->ncclName && n == i->ncclName) twin = true;
+      EXPECT_TRUE(twin) << "docs/environment.md line " << r.line << " names " << n
+                        << ", which the table (src/util/settings_table.h) gives none of the row's variables";
+      for (const std::string& w : r.names) shown.insert(w + " " + n);
+    }
+  }
+  for (const Info& i : all())
+    if (i.ncclName)
+      EXPECT_TRUE(shown.count(std::string(i.name) + " " + i.ncclName))
+          << i.name << "'s NCCL name " << i.ncclName << " is not in its docs/environment.md row ('`" << i.name
+          << "` / `" << i.ncclName << "`')";
 }
 
 TEST(SettingsDocs, PageNamesOnlyDeclaredVariables) {

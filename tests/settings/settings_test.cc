@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -181,6 +183,28 @@ TEST_F(Settings, SourceLinesNameEveryValueThatIsNotADefault) {
   EXPECT_TRUE(lines.count("WEFT_NSLOTS=4 (environment)"));
   EXPECT_TRUE(lines.count("WEFT_NCHANNELS=2 (" + system_ + " line 1)"));
   for (const std::string& l : lines) EXPECT_EQ(l.find("WEFT_BUFFSIZE"), std::string::npos) << l;
+}
+
+// libnccl.so.2 replaces WEFT_TIMEOUT_MS's default; files and the
+// environment still win, and INFO lines name who set the default.
+TEST_F(Settings, OverriddenDefaultIsBelowFilesAndEnvironment) {
+  overrideDefault(Id::kNSlots, "12", "a test");
+  Config c = Config::read();
+  EXPECT_EQ(c.get(kNSlots), 12);
+  EXPECT_EQ(get(kNSlots), 12);
+  EXPECT_EQ(c.value(Id::kNSlots).source.describe(), "a test's default");
+  const std::vector<std::string> lines = c.sourceLines();
+  EXPECT_NE(std::find(lines.begin(), lines.end(), "WEFT_NSLOTS=12 (a test's default)"), lines.end());
+  write(system_, "WEFT_NSLOTS=6\n");
+  EXPECT_EQ(Config::read().get(kNSlots), 6);
+  setenv("WEFT_NSLOTS", "4", 1);
+  EXPECT_EQ(Config::read().get(kNSlots), 4);
+  unsetenv("WEFT_NSLOTS");
+  std::remove(system_.c_str());
+  overrideDefault(Id::kNSlots, nullptr, nullptr);
+  c = Config::read();
+  EXPECT_EQ(c.get(kNSlots), 8);
+  EXPECT_EQ(c.value(Id::kNSlots).source.describe(), "default");
 }
 
 TEST_F(Settings, BadFileValueFailsCommunicatorCreation) {

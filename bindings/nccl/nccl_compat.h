@@ -1,0 +1,29 @@
+// Shared by the files of libnccl.so.2: the casts between NCCL's and weft's
+// types (identical values; weft mirrors NCCL) and the pnccl alias macro.
+#pragma once
+
+#include "bindings/nccl/nccl.h"
+#include "weft/weft.h"
+
+namespace weft::nccl {
+
+inline weftComm_t toWeft(ncclComm_t comm) { return reinterpret_cast<weftComm_t>(comm); }
+inline ncclComm_t toNccl(weftComm_t comm) { return reinterpret_cast<ncclComm_t>(comm); }
+inline weftDataType_t toWeft(ncclDataType_t t) { return static_cast<weftDataType_t>(t); }
+inline weftRedOp_t toWeft(ncclRedOp_t op) { return static_cast<weftRedOp_t>(op); }
+inline weftStream_t toWeft(cudaStream_t s) { return reinterpret_cast<weftStream_t>(s); }
+
+// NCCL has no timeout code; a peer that stops answering is what
+// ncclRemoteError stands for. ncclGetLastError still says "timeout".
+inline ncclResult_t toNccl(weftResult_t r) {
+  if (r == weftTimeout) return ncclRemoteError;
+  return static_cast<ncclResult_t>(r);
+}
+
+}  // namespace weft::nccl
+
+// NCCL's profiling interface: every ncclX is also exported as pncclX, so
+// tools that interpose on ncclX can still reach the real function. An alias
+// must sit in the file that defines its target.
+#define WEFT_NCCL_PROFILING_ALIAS(name) \
+  extern "C" WEFT_NCCL_API decltype(name) p##name __attribute__((alias(#name)));
