@@ -1,6 +1,7 @@
 #include "src/core/launch.h"
 
 #include <cstring>
+#include <exception>
 #include <map>
 #include <memory>
 #include <tuple>
@@ -12,6 +13,7 @@
 #include "src/core/call_check.h"
 #include "src/core/comm.h"
 #include "src/core/connections.h"
+#include "src/core/diagnose.h"
 #include "src/core/plan_cache.h"
 #include "src/exec/cuda/device_route.h"
 #include "src/exec/host/host_executor.h"
@@ -29,8 +31,34 @@ HostExecContext execContext(weftComm_t comm) {
   ctx.timeoutMs = comm->timeoutMs;
   ctx.oversubscribed = comm->oversubscribed;
   ctx.rank = comm->rank;
+  ctx.state = &comm->callState;
+  ctx.explainTimeout = [comm] { return explainTimeout(comm); };
   return ctx;
 }
+
+// Keeps the communicator's CallState true for the diagnosis: which
+// operation this rank is in, and how it ended.
+class CallScope {
+ public:
+  CallScope(weftComm_t comm, plan::Coll coll, uint64_t count)
+      : state_(comm->callState), uncaught_(std::uncaught_exceptions()) {
+    state_.begin(static_cast<int32_t>(coll), count, coll != plan::Coll::SendRecv);
+  }
+  ~CallScope() {
+    state_.end(std::uncaught_exceptions() > uncaught_ ? CallPhase::Failed
+               : launched_                             ? CallPhase::Launched
+                                                       : CallPhase::Done);
+  }
+  CallScope(const CallScope&) = delete;
+  CallScope& operator=(const CallScope&) = delete;
+  // Device buffers: the work is queued, not done.
+  void launched() { launched_ = true; }
+
+ private:
+  CallState& state_;
+  const int uncaught_;
+  bool launched_ = false;
+};
 
 void execute(weftComm_t comm, const plan::Plan& p, std::span<const BufferBinding> bindings,
              const kernels::RedOp& op) {
@@ -85,6 +113,7 @@ plan::Plan buildPlan(algo::AlgoId which, const algo::CollArgs& a) {
 }
 
 void runCollective(weftComm_t comm, const OpDesc& op) {
+  CallScope scope(comm, op.coll, op.count);
   if (comm->checkCalls) checkCallAcrossRanks(comm, op);
   algo::CollArgs a;
   a.coll = op.coll;
@@ -121,6 +150,7 @@ void runCollective(weftComm_t comm, const OpDesc& op) {
     if (op.coll == plan::Coll::AllToAll && op.send == op.recv && comm->nranks > 1)
       b.send = cuda::deviceStageCopy(comm, op.send, busBytes(op, comm->nranks), op.stream);
     cuda::runDevicePlan(comm, *p, p, {&b, 1}, op.op, op.stream);
+    scope.launched();
     return;
   }
   if (op.coll == plan::Coll::AllToAll && op.send == op.recv && comm->nranks > 1) {
@@ -136,6 +166,7 @@ void runCollective(weftComm_t comm, const OpDesc& op) {
 }
 
 void runPointToPoint(weftComm_t comm, const std::vector<const OpDesc*>& ops) {
+  CallScope scope(comm, plan::Coll::SendRecv, ops.size());
   std::vector<algo::P2POp> calls;
   std::vector<BufferBinding> bindings;
   uint32_t elemSize = 0;
@@ -165,6 +196,7 @@ void runPointToPoint(weftComm_t comm, const std::vector<const OpDesc*>& ops) {
   }
   if (device == 1) {
     cuda::runDevicePlan(comm, p, nullptr, bindings, copyOp, ops[0]->stream);
+    scope.launched();
     return;
   }
   execute(comm, p, bindings, copyOp);
@@ -172,14 +204,23 @@ void runPointToPoint(weftComm_t comm, const std::vector<const OpDesc*>& ops) {
 
 }  // namespace
 
+// A timeout outside the host executor (a connection set up on first use, a
+// WEFT_CHECK exchange) gets the diagnosis too; the executor's own timeout
+// error already carries it.
 void runBatch(weftComm_t comm, const std::vector<OpDesc>& ops) {
   std::lock_guard<std::mutex> lock(comm->execMutex);
-  std::vector<const OpDesc*> p2p;
-  for (const OpDesc& op : ops) {
-    if (op.coll == plan::Coll::SendRecv) p2p.push_back(&op);
-    else runCollective(comm, op);
+  try {
+    std::vector<const OpDesc*> p2p;
+    for (const OpDesc& op : ops) {
+      if (op.coll == plan::Coll::SendRecv) p2p.push_back(&op);
+      else runCollective(comm, op);
+    }
+    if (!p2p.empty()) runPointToPoint(comm, p2p);
+  } catch (const Error& e) {
+    if (e.code() != weftTimeout || strstr(e.what(), kDiagnosisMarker)) throw;
+    const std::string why = explainTimeout(comm);
+    raise(weftTimeout, "%s %s", e.what(), why.c_str());
   }
-  if (!p2p.empty()) runPointToPoint(comm, p2p);
 }
 
 }  // namespace weft

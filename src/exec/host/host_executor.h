@@ -11,12 +11,15 @@
 #include <atomic>
 #include <functional>
 #include <span>
+#include <string>
 
 #include "algorithms/plan.h"
 #include "src/kernels/reduce.h"
 #include "transports/fifo.h"
 
 namespace weft {
+
+class CallState;
 
 struct BufferBinding {
   const void* send = nullptr;
@@ -39,6 +42,12 @@ struct HostExecContext {
   // More ranks on this host than CPUs: a waiter yields its core (to the
   // rank it waits for) instead of spinning on it.
   bool oversubscribed = true;
+  // Where this rank's diagnosis state lives (src/core/call_state.h): bytes
+  // moved, and the channel, step and peer of a wait past its spin phase.
+  CallState* state = nullptr;
+  // Called once when the run times out; its text is appended to the
+  // timeout error (the communicator's diagnosis: which ranks are missing).
+  std::function<std::string()> explainTimeout;
 };
 
 // Runs `plan` to completion or throws weft::Error.
