@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "src/core/comm.h"
+#include "src/core/diagnose.h"
 #include "tests/process/process_ranks.h"
 
 namespace weft::test {
@@ -150,6 +151,52 @@ TEST(Diagnose, TimeoutErrorsNameTheRankThatNeverCalled) {
   const std::string log = logTextSince(logStart);
   EXPECT_TRUE(has(log, "rank 2: HAS NOT ENTERED #2 AllReduce")) << log;
   EXPECT_TRUE(has(log, "after a timeout on rank 0")) << log;  // the report of the lowest rank inside
+  munmap(shared, sizeof(Shared));
+}
+
+// A rank that cannot answer (stopped: its bootstrap threads too) is
+// reported as not answering, and the gather's bound keeps the others' errors
+// within the timeout plus about 2 s.
+TEST(Diagnose, AStoppedRankIsReportedAsNotAnswering) {
+  constexpr int n = 4;
+  constexpr int64_t timeoutMs = 3000;
+  enum { kOk = 0, kInit = 2, kFirstCall = 3, kNotTimeout = 10, kNotNamed = 11, kTooSlow = 12 };
+  struct Shared {
+    std::atomic<int> failed{0};
+  };
+  Shared* shared = sharedPage<Shared>();
+  ASSERT_NE(shared, nullptr);
+  ProcessRunOptions opt;
+  opt.deadlineMs = 40000;
+  opt.env = [](int) { return baseEnv("3000"); };
+  // The stopped rank is killed once the others have their errors.
+  opt.whileRunning = [shared](const std::vector<pid_t>& pids) {
+    waitUntil([&] { return shared->failed.load() == n - 1; }, 30000);
+    kill(pids[2], SIGKILL);
+  };
+  ProcessRunResult r = runRankProcesses(
+      n,
+      [shared](int rank, const weftUniqueId& id) {
+        weftComm_t comm;
+        if (weftCommInitRank(&comm, n, id, rank) != weftSuccess) return int(kInit);
+        if (allReduce(comm, rank) != weftSuccess) return int(kFirstCall);
+        if (rank == 2) raise(SIGSTOP);
+        const int64_t start = nowMs();
+        const weftResult_t rc = allReduce(comm, rank);
+        const int64_t took = nowMs() - start;
+        const std::string error = weftGetLastError(comm);
+        int code = kOk;
+        if (rc != weftTimeout) code = kNotTimeout;
+        else if (!has(error, "rank 2 not answering (dead or unreachable)")) code = kNotNamed;
+        else if (took > timeoutMs + kDiagnoseWaitMs + 2000) code = kTooSlow;
+        fprintf(stderr, "rank %d: %s after %ld ms: %s\n", rank, weftGetErrorString(rc), long(took), error.c_str());
+        shared->failed.fetch_add(1);
+        waitUntil([&] { return shared->failed.load() == n - 1; }, 20000);
+        weftCommAbort(comm);
+        return code;
+      },
+      opt);
+  EXPECT_EQ(r.failures({2}), "");
   munmap(shared, sizeof(Shared));
 }
 
