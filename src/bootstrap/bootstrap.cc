@@ -195,7 +195,7 @@ class SocketBootstrap final : public Bootstrap {
   // at once, with a short bound of its own, so a reader is never held long.
   void answerQuery(int peer, const std::vector<char>& msg) {
     QueryHandler handler = queryHandlerNow();
-    if (!handler || msg.size() < sizeof(uint64_t)) return;
+    if (!handler || msg.size() < sizeof(uint64_t) || aborted_.load() || shutDown_.load()) return;
     std::vector<char> reply(msg.begin(), msg.begin() + sizeof(uint64_t));  // the query's number
     try {
       std::vector<char> body = handler(peer, std::vector<char>(msg.begin() + sizeof(uint64_t), msg.end()));
