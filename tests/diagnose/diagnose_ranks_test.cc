@@ -78,7 +78,9 @@ TEST(Diagnose, ApiNamesTheMissingThreadRankAndRejectsBadBuffers) {
       },
       10000);
   std::string report(8192, '\0');
+  const int64_t askedAt = nowMs();
   weftResult_t drc = weftCommDiagnose(comms[0], report.data(), report.size());
+  const int64_t tookMs = nowMs() - askedAt;
   report.resize(strlen(report.c_str()));
   char small[16];
   memset(small, 'x', sizeof(small));
@@ -90,6 +92,8 @@ TEST(Diagnose, ApiNamesTheMissingThreadRankAndRejectsBadBuffers) {
 
   EXPECT_TRUE(inside) << "ranks 0 and 1 never showed as inside the AllReduce";
   EXPECT_EQ(drc, weftSuccess);
+  fprintf(stderr, "weftCommDiagnose over 3 thread ranks took %ld ms\n", long(tookMs));
+  EXPECT_LT(tookMs, kDiagnoseWaitMs) << "every rank answers: the gather must not wait for its bound";
   EXPECT_TRUE(has(report, "rank 2: HAS NOT ENTERED #1 AllReduce")) << report;
   EXPECT_TRUE(has(report, "rank 2 not entered")) << report;
   EXPECT_TRUE(has(report, "rank 0: in #1 AllReduce")) << report;
