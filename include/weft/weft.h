@@ -164,6 +164,15 @@ WEFT_API weftResult_t weftCommAbort(weftComm_t comm);
 /* weftSuccess, or the error that stopped an asynchronous operation of comm
  * (a dead peer, a timeout); once set, every later call on comm returns it. */
 WEFT_API weftResult_t weftCommGetAsyncError(weftComm_t comm, weftResult_t* asyncError);
+/* "Who has not arrived": gathers every rank's state of comm over the
+ * bootstrap network (the collective each rank is in or last finished, how far
+ * it got, the peer it waits on), logs the report at WARN and writes it to buf,
+ * NUL-terminated. Every rank answers from a thread of its own, so this works
+ * while ranks (this one too, on another thread) are blocked inside a
+ * collective; it waits at most about 2 s, and a rank that does not answer is
+ * reported as not answering. buf NULL or len 0: weftInvalidArgument. A report
+ * longer than len - 1 bytes is cut to fit and ends in "..." (weftSuccess). */
+WEFT_API weftResult_t weftCommDiagnose(weftComm_t comm, char* buf, size_t len);
 WEFT_API weftResult_t weftCommCount(const weftComm_t comm, int* count);
 WEFT_API weftResult_t weftCommCuDevice(const weftComm_t comm, int* device);
 WEFT_API weftResult_t weftCommUserRank(const weftComm_t comm, int* rank);

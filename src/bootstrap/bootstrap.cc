@@ -5,6 +5,7 @@
 // peers and little traffic; a thread per connection keeps each one simple
 // and lets a silent stray client stall nobody). Readers file frames into the
 // mailbox, which recv() waits on.
+#include <chrono>
 #include <cstring>
 #include <list>
 #include <memory>
@@ -92,12 +93,50 @@ class SocketBootstrap final : public Bootstrap {
     peerLost_ = std::move(handler);
   }
 
+  void setQueryHandler(QueryHandler handler) override {
+    std::lock_guard<std::mutex> lock(handlerMu_);
+    queryHandler_ = std::move(handler);
+  }
+
+  // One query at a time per rank (a second waits within its own bound), so
+  // that each takes only the replies to its own number.
+  QueryResult query(const std::vector<int>& peers, const std::vector<char>& request, int64_t waitMs) override {
+    const size_t n = peers.size();
+    QueryResult r{std::vector<bool>(n, false), std::vector<std::vector<char>>(n), std::vector<std::string>(n)};
+    const Deadline deadline = Deadline::after(waitMs);
+    std::unique_lock<std::timed_mutex> lock(queryMu_, std::defer_lock);
+    if (!lock.try_lock_for(std::chrono::milliseconds(waitMs))) {
+      for (auto& w : r.why) w = "another query of this rank did not end in time";
+      return r;
+    }
+    const uint64_t id = ++queryCount_;
+    std::vector<char> msg(sizeof(id) + request.size());
+    memcpy(msg.data(), &id, sizeof(id));
+    if (!request.empty()) memcpy(msg.data() + sizeof(id), request.data(), request.size());
+    std::vector<bool> sent(n, false);
+    for (size_t i = 0; i < n; i++) {
+      if (peers[i] == rank_) {
+        r.answered[i] = answerLocally(request, &r.replies[i], &r.why[i]);
+        continue;
+      }
+      try {
+        sendFrame(peers[i], kQueryTag, msg.data(), msg.size(), &deadline);
+        sent[i] = true;
+      } catch (const std::exception& e) {
+        r.why[i] = e.what();
+      }
+    }
+    for (size_t i = 0; i < n; i++)
+      if (sent[i]) r.answered[i] = awaitReply(peers[i], id, deadline, waitMs, &r.replies[i], &r.why[i]);
+    return r;
+  }
+
   void shutdown() override {
     if (shutDown_.exchange(true)) return;
     FrameHeader bye{kGoodbyeTag, 0};
     for (int p = 0; p < nranks_; ++p) {
       Outgoing& o = *out_[p];
-      std::lock_guard<std::mutex> lock(o.mu);
+      std::lock_guard<std::timed_mutex> lock(o.mu);
       if (!o.sock.valid()) continue;
       trySendAll(o.sock.fd(), &bye, sizeof(bye), Deadline::after(1000), StopFlags{});
       o.sock.close();
@@ -107,13 +146,66 @@ class SocketBootstrap final : public Bootstrap {
 
  private:
   struct Outgoing {
-    std::mutex mu;
+    std::timed_mutex mu;
     Socket sock;
   };
   struct Reader {
     Socket sock;
     std::thread thread;
   };
+
+  bool answerLocally(const std::vector<char>& request, std::vector<char>* reply, std::string* why) {
+    QueryHandler handler = queryHandlerNow();
+    if (!handler) {
+      *why = "no query handler";
+      return false;
+    }
+    *reply = handler(rank_, request);
+    return true;
+  }
+
+  bool awaitReply(int peer, uint64_t id, Deadline deadline, int64_t waitMs, std::vector<char>* reply,
+                  std::string* why) {
+    for (;;) {
+      std::vector<char> m;
+      switch (mailbox_.tryPop(peer, kQueryReplyTag, deadline, &m)) {
+        case Mailbox::PopStatus::Ok: break;
+        case Mailbox::PopStatus::TimedOut: *why = "no answer within " + std::to_string(waitMs) + " ms"; return false;
+        case Mailbox::PopStatus::Aborted: *why = "this rank's bootstrap was aborted"; return false;
+        case Mailbox::PopStatus::Gone:
+          *why = mailbox_.gone(peer) == Mailbox::PeerGone::Lost ? "gone (connection closed without goodbye)"
+                                                                 : "left the communicator";
+          return false;
+      }
+      uint64_t got = 0;
+      if (m.size() < sizeof(got)) continue;
+      memcpy(&got, m.data(), sizeof(got));
+      if (got != id) continue;  // a late reply to an earlier query
+      reply->assign(m.begin() + sizeof(got), m.end());
+      return true;
+    }
+  }
+
+  QueryHandler queryHandlerNow() {
+    std::lock_guard<std::mutex> lock(handlerMu_);
+    return queryHandler_;
+  }
+
+  // On the reader thread of the asking peer: the handler's answer goes back
+  // at once, with a short bound of its own, so a reader is never held long.
+  void answerQuery(int peer, const std::vector<char>& msg) {
+    QueryHandler handler = queryHandlerNow();
+    if (!handler || msg.size() < sizeof(uint64_t) || aborted_.load() || shutDown_.load()) return;
+    std::vector<char> reply(msg.begin(), msg.begin() + sizeof(uint64_t));  // the query's number
+    try {
+      std::vector<char> body = handler(peer, std::vector<char>(msg.begin() + sizeof(uint64_t), msg.end()));
+      reply.insert(reply.end(), body.begin(), body.end());
+      const Deadline d = Deadline::after(kQueryReplyMs);
+      sendFrame(peer, kQueryReplyTag, reply.data(), reply.size(), &d);
+    } catch (const std::exception& e) {
+      WEFT_INFO(kBootstrap, "bootstrap rank %d: no answer to rank %d's query: %s", rank_, peer, e.what());
+    }
+  }
 
   void checkPeer(int peer, const char* op) const {
     if (peer < 0 || peer >= nranks_)
@@ -136,7 +228,8 @@ class SocketBootstrap final : public Bootstrap {
     }
   }
 
-  void sendFrame(int peer, uint64_t tag, const void* data, size_t bytes) {
+  // Bounded by the communicator's timeout unless `limit` gives a deadline.
+  void sendFrame(int peer, uint64_t tag, const void* data, size_t bytes, const Deadline* limit = nullptr) {
     checkPeer(peer, "send");
     if (aborted_.load()) raise(weftRemoteError, "bootstrap send to rank %d: aborted", peer);
     if (shutDown_.load()) raise(weftInvalidUsage, "bootstrap send to rank %d after shutdown", peer);
@@ -146,8 +239,10 @@ class SocketBootstrap final : public Bootstrap {
       return;
     }
     Outgoing& o = *out_[peer];
-    std::lock_guard<std::mutex> lock(o.mu);
-    Deadline deadline = Deadline::after(timeoutMs_);
+    Deadline deadline = limit ? *limit : Deadline::after(timeoutMs_);
+    std::unique_lock<std::timed_mutex> lock(o.mu, std::defer_lock);
+    if (!lock.try_lock_for(std::chrono::nanoseconds(deadline.remainingNs())))
+      raise(weftTimeout, "bootstrap send to rank %d: another send to it did not end in time", peer);
     StopFlags stop{&aborted_, nullptr};
     std::string what = "rank " + std::to_string(peer) + " at " + table_[peer].str();
     if (!o.sock.valid()) {
@@ -239,7 +334,8 @@ class SocketBootstrap final : public Bootstrap {
         if (st != IoStatus::Stopped && !stopping_.load() && !shutDown_.load()) peerLost(peer, st);
         break;
       }
-      mailbox_.push(peer, fh.tag, std::move(payload));
+      if (fh.tag == kQueryTag) answerQuery(peer, payload);
+      else mailbox_.push(peer, fh.tag, std::move(payload));
     }
     ::shutdown(fd, SHUT_RDWR);
   }
@@ -277,6 +373,9 @@ class SocketBootstrap final : public Bootstrap {
   std::list<Reader> readers_;  // a list: readers keep pointers to their entry
   std::mutex handlerMu_;
   std::function<void(int)> peerLost_;
+  QueryHandler queryHandler_;
+  std::timed_mutex queryMu_;
+  uint64_t queryCount_ = 0;  // under queryMu_
 };
 
 const char* rootStatusText(int32_t status) {

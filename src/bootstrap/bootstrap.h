@@ -19,6 +19,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "weft/weft.h"
 
@@ -74,6 +75,27 @@ class Bootstrap {
   virtual void setPeerLostHandler(std::function<void(int peer)> handler) = 0;
   // Orderly end: tells peers this rank is leaving on purpose.
   virtual void shutdown() = 0;
+
+  // Queries answered off the caller's path: a peer's query() is answered by
+  // this rank's bootstrap reader thread, which calls `handler` (it must be
+  // quick and must not wait on the application), so a rank answers while
+  // its application threads are blocked (inside a collective). Without a
+  // handler, queries go unanswered.
+  using QueryHandler = std::function<std::vector<char>(int peer, const std::vector<char>& request)>;
+  virtual void setQueryHandler(QueryHandler handler) {}
+  // Sends `request` to each of `peers` and waits until `waitMs` has passed
+  // for their answers, all together. answered[i] says whether peers[i]
+  // answered (its reply is replies[i]); why[i] says why not (no answer in
+  // time, gone, unreachable). Never throws for a peer that fails.
+  struct QueryResult {
+    std::vector<bool> answered;
+    std::vector<std::vector<char>> replies;
+    std::vector<std::string> why;
+  };
+  virtual QueryResult query(const std::vector<int>& peers, const std::vector<char>& request, int64_t waitMs) {
+    return QueryResult{std::vector<bool>(peers.size(), false), std::vector<std::vector<char>>(peers.size()),
+                       std::vector<std::string>(peers.size(), "this bootstrap answers no queries")};
+  }
 };
 
 }  // namespace weft

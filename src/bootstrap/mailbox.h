@@ -23,8 +23,13 @@ class Mailbox {
   // The next message from (peer, tag). Throws weftTimeout at the deadline,
   // weftRemoteError after abort() or once the peer is gone with nothing queued.
   std::vector<char> pop(int peer, uint64_t tag, Deadline deadline);
+  // The same wait without raising (and so without a WARN line): for waits
+  // whose failure is an answer, such as a diagnosis query to a dead rank.
+  enum class PopStatus { Ok, TimedOut, Gone, Aborted };
+  PopStatus tryPop(int peer, uint64_t tag, Deadline deadline, std::vector<char>* msg);
 
   void markGone(int peer, PeerGone how);
+  PeerGone gone(int peer);
   void abort();
 
  private:

@@ -78,6 +78,14 @@ constexpr uint64_t kFirstReservedTag = 0xFFFFFFFFFFFFFF00ull;
 constexpr uint64_t kGoodbyeTag = 0xFFFFFFFFFFFFFFFFull;
 constexpr uint64_t kAllGatherTag = 0xFFFFFFFFFFFFFFFEull;
 constexpr uint64_t kBarrierTag = 0xFFFFFFFFFFFFFFFDull;
+// A query (Bootstrap::query) and its reply; both payloads start with the
+// query's number, so a late reply to an earlier query is told apart. The
+// reader thread answers a query itself; replies go to the mailbox.
+constexpr uint64_t kQueryTag = 0xFFFFFFFFFFFFFFFCull;
+constexpr uint64_t kQueryReplyTag = 0xFFFFFFFFFFFFFFFBull;
+
+// How long a reader thread may take to send a query's reply.
+constexpr int64_t kQueryReplyMs = 1000;
 
 // Bigger frames are taken for garbage: the bootstrap carries small messages.
 constexpr uint64_t kMaxFrameBytes = 1ull << 30;

@@ -6,6 +6,7 @@
 
 #include "src/core/api_guard.h"
 #include "src/core/comm.h"
+#include "src/core/diagnose.h"
 #include "src/core/host_stream.h"
 #include "src/exec/cuda/device_route.h"
 #include "src/util/clock.h"
@@ -211,6 +212,27 @@ WEFT_API weftResult_t weftCommGetAsyncError(weftComm_t comm, weftResult_t* async
   }
   *asyncError = comm->getAsyncError();
   return weftSuccess;
+}
+
+// Safe while another thread is blocked in a call on comm: the gather takes
+// no lock of the call path, and every rank answers from its bootstrap thread.
+WEFT_API weftResult_t weftCommDiagnose(weftComm_t comm, char* buf, size_t len) {
+  if (weftResult_t r = checkComm(comm, "weftCommDiagnose")) return r;
+  if (!buf || len == 0) {
+    WEFT_WARN("weftCommDiagnose: buf is %s: give a buffer for the report (4096 bytes hold about 30 ranks)",
+              buf ? "0 bytes long" : "NULL");
+    return weftInvalidArgument;
+  }
+  return guarded([&] {
+    setLogRank(comm->rank);
+    const std::string report = diagnoseComm(comm, "on request (weftCommDiagnose)");
+    size_t n = std::min(report.size(), len - 1);
+    memcpy(buf, report.data(), n);
+    // A cut report ends in "..." where there is room for it.
+    if (n < report.size() && n >= 3) memcpy(buf + n - 3, "...", 3);
+    buf[n] = '\0';
+    return weftSuccess;
+  });
 }
 
 WEFT_API weftResult_t weftCommCount(const weftComm_t comm, int* count) {

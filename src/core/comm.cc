@@ -11,6 +11,7 @@
 #include <strings.h>
 
 #include "src/core/connections.h"
+#include "src/core/diagnose.h"
 #include "src/core/host_identity.h"
 #include "src/core/plan_cache.h"
 #include "src/core/trace.h"
@@ -50,6 +51,9 @@ namespace weft {
 namespace {
 
 std::mutex registryMutex;
+// Held by forEachLiveComm while it uses communicators, and taken by
+// unregisterComm before a communicator is freed.
+std::mutex inUseMutex;
 std::set<const weftComm*>& registry() {
   static std::set<const weftComm*> r;
   return r;
@@ -197,8 +201,19 @@ void registerComm(weftComm* comm) {
 }
 
 void unregisterComm(weftComm* comm) {
+  std::lock_guard<std::mutex> inUse(inUseMutex);
   std::lock_guard<std::mutex> lock(registryMutex);
   registry().erase(comm);
+}
+
+void forEachLiveComm(const std::function<void(weftComm*)>& fn) {
+  std::lock_guard<std::mutex> inUse(inUseMutex);
+  std::vector<weftComm*> live;
+  {
+    std::lock_guard<std::mutex> lock(registryMutex);
+    for (const weftComm* c : registry()) live.push_back(const_cast<weftComm*>(c));
+  }
+  for (weftComm* c : live) fn(c);
 }
 
 bool isLiveComm(const weftComm* comm) {
@@ -390,6 +405,7 @@ void connectRings(weftComm* comm) {
 weftComm* createComm(const weftUniqueId& id, int nranks, int rank, const weftConfig_t* config) {
   checkArguments(nranks, rank, config);
   setLogRank(rank);
+  installDiagnoseSignal();
   auto comm = std::make_unique<weftComm>();
   comm->rank = rank;
   comm->nranks = nranks;
@@ -400,6 +416,7 @@ weftComm* createComm(const weftUniqueId& id, int nranks, int rank, const weftCon
   mapPeerDoorbells(comm.get());
   openTrace(comm.get());
   watchForLostPeers(comm.get());
+  answerDiagnosisQueries(comm.get());
   chooseAlgorithms(comm.get());
   readCallOverrides(comm.get());
   chooseProtocols(comm.get());

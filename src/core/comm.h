@@ -4,6 +4,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -13,6 +14,7 @@
 #include "algorithms/plan.h"
 #include "algorithms/selector.h"
 #include "src/bootstrap/bootstrap.h"
+#include "src/core/call_state.h"
 #include "src/kernels/reduce.h"
 #include "src/topology/comm_topo.h"
 #include "src/topology/rings.h"
@@ -100,6 +102,10 @@ struct weftComm {
   // Copy of the send buffer for in-place AllToAll.
   std::vector<char> inPlaceStage;
 
+  // The operation this rank is in or last finished, and how far it got:
+  // read by diagnosis queries from other threads (src/core/diagnose.h).
+  weft::CallState callState;
+
   std::atomic<bool> aborting{false};
   std::atomic<int> asyncError{weftSuccess};
   std::mutex errorMutex;
@@ -140,6 +146,9 @@ namespace weft {
 void registerComm(weftComm* comm);
 void unregisterComm(weftComm* comm);
 bool isLiveComm(const weftComm* comm);
+// Runs fn on every live communicator; none of them is freed meanwhile
+// (unregisterComm waits), so fn must be bounded (the signal's diagnosis).
+void forEachLiveComm(const std::function<void(weftComm*)>& fn);
 
 // The cost model's inputs for this machine's transports (WEFT_TUNE_* from
 // config, or from the settings as they stand now).

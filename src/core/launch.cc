@@ -1,6 +1,7 @@
 #include "src/core/launch.h"
 
 #include <cstring>
+#include <exception>
 #include <map>
 #include <memory>
 #include <tuple>
@@ -12,6 +13,7 @@
 #include "src/core/call_check.h"
 #include "src/core/comm.h"
 #include "src/core/connections.h"
+#include "src/core/diagnose.h"
 #include "src/core/plan_cache.h"
 #include "src/core/trace.h"
 #include "src/exec/cuda/device_route.h"
@@ -32,8 +34,34 @@ HostExecContext execContext(weftComm_t comm) {
   ctx.oversubscribed = comm->oversubscribed;
   ctx.rank = comm->rank;
   if (comm->trace) ctx.trace = comm->trace->buffer();
+  ctx.state = &comm->callState;
+  ctx.explainTimeout = [comm] { return explainTimeout(comm); };
   return ctx;
 }
+
+// Keeps the communicator's CallState true for the diagnosis: which
+// operation this rank is in, and how it ended.
+class CallScope {
+ public:
+  CallScope(weftComm_t comm, plan::Coll coll, uint64_t count)
+      : state_(comm->callState), uncaught_(std::uncaught_exceptions()) {
+    state_.begin(static_cast<int32_t>(coll), count, coll != plan::Coll::SendRecv);
+  }
+  ~CallScope() {
+    state_.end(std::uncaught_exceptions() > uncaught_ ? CallPhase::Failed
+               : launched_                             ? CallPhase::Launched
+                                                       : CallPhase::Done);
+  }
+  CallScope(const CallScope&) = delete;
+  CallScope& operator=(const CallScope&) = delete;
+  // Device buffers: the work is queued, not done.
+  void launched() { launched_ = true; }
+
+ private:
+  CallState& state_;
+  const int uncaught_;
+  bool launched_ = false;
+};
 
 void execute(weftComm_t comm, const plan::Plan& p, std::span<const BufferBinding> bindings,
              const kernels::RedOp& op) {
@@ -89,6 +117,7 @@ plan::Plan buildPlan(algo::AlgoId which, const algo::CollArgs& a) {
 
 // Returns what it chose, for the call's trace event.
 TracedCall runCollective(weftComm_t comm, const OpDesc& op) {
+  CallScope scope(comm, op.coll, op.count);
   if (comm->checkCalls) checkCallAcrossRanks(comm, op);
   algo::CollArgs a;
   a.coll = op.coll;
@@ -127,6 +156,7 @@ TracedCall runCollective(weftComm_t comm, const OpDesc& op) {
     if (op.coll == plan::Coll::AllToAll && op.send == op.recv && comm->nranks > 1)
       b.send = cuda::deviceStageCopy(comm, op.send, busBytes(op, comm->nranks), op.stream);
     cuda::runDevicePlan(comm, *p, p, {&b, 1}, op.op, op.stream);
+    scope.launched();
     return traced;
   }
   if (op.coll == plan::Coll::AllToAll && op.send == op.recv && comm->nranks > 1) {
@@ -144,6 +174,7 @@ TracedCall runCollective(weftComm_t comm, const OpDesc& op) {
 
 // Returns the plan's step count, for the batch's trace event.
 size_t runPointToPoint(weftComm_t comm, const std::vector<const OpDesc*>& ops) {
+  CallScope scope(comm, plan::Coll::SendRecv, ops.size());
   std::vector<algo::P2POp> calls;
   std::vector<BufferBinding> bindings;
   uint32_t elemSize = 0;
@@ -173,6 +204,7 @@ size_t runPointToPoint(weftComm_t comm, const std::vector<const OpDesc*>& ops) {
   }
   if (device == 1) {
     cuda::runDevicePlan(comm, p, nullptr, bindings, copyOp, ops[0]->stream);
+    scope.launched();
     return p.stepCount();
   }
   execute(comm, p, bindings, copyOp);
@@ -181,30 +213,39 @@ size_t runPointToPoint(weftComm_t comm, const std::vector<const OpDesc*>& ops) {
 
 }  // namespace
 
+// A timeout outside the host executor (a connection set up on first use, a
+// WEFT_CHECK exchange) gets the diagnosis too; the executor's own timeout
+// error already carries it.
 void runBatch(weftComm_t comm, const std::vector<OpDesc>& ops) {
   std::lock_guard<std::mutex> lock(comm->execMutex);
-  std::vector<const OpDesc*> p2p;
-  // Tracing costs the untraced path this one test per call.
-  const bool traced = comm->trace != nullptr;
-  for (const OpDesc& op : ops) {
-    if (op.coll == plan::Coll::SendRecv) {
-      p2p.push_back(&op);
-    } else if (!traced) {
-      runCollective(comm, op);
-    } else {
-      const int64_t start = nowNs();
-      const TracedCall shape = runCollective(comm, op);
-      traceCall(comm, op, shape, start, nowNs());
+  try {
+    std::vector<const OpDesc*> p2p;
+    // Tracing costs the untraced path this one test per call.
+    const bool traced = comm->trace != nullptr;
+    for (const OpDesc& op : ops) {
+      if (op.coll == plan::Coll::SendRecv) {
+        p2p.push_back(&op);
+      } else if (!traced) {
+        runCollective(comm, op);
+      } else {
+        const int64_t start = nowNs();
+        const TracedCall shape = runCollective(comm, op);
+        traceCall(comm, op, shape, start, nowNs());
+      }
     }
+    if (p2p.empty()) return;
+    if (!traced) {
+      runPointToPoint(comm, p2p);
+      return;
+    }
+    const int64_t start = nowNs();
+    const size_t steps = runPointToPoint(comm, p2p);
+    traceP2P(comm, p2p, steps, start, nowNs());
+  } catch (const Error& e) {
+    if (e.code() != weftTimeout || strstr(e.what(), kDiagnosisMarker)) throw;
+    const std::string why = explainTimeout(comm);
+    raise(weftTimeout, "%s %s", e.what(), why.c_str());
   }
-  if (p2p.empty()) return;
-  if (!traced) {
-    runPointToPoint(comm, p2p);
-    return;
-  }
-  const int64_t start = nowNs();
-  const size_t steps = runPointToPoint(comm, p2p);
-  traceP2P(comm, p2p, steps, start, nowNs());
 }
 
 }  // namespace weft

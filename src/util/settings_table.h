@@ -73,6 +73,8 @@ WEFT_SETTING(kSimd, "WEFT_SIMD", String, nullptr, Process, "cap the reduction lo
 // Timeouts and checks
 WEFT_SETTING(kTimeoutMs, "WEFT_TIMEOUT_MS", Int, "300000", Comm, "bound on every wait, ms")
 WEFT_SETTING(kCheck, "WEFT_CHECK", Int, "0", Comm, "compare every collective's arguments across ranks")
+WEFT_SETTING(kDiagnoseSignal, "WEFT_DIAGNOSE_SIGNAL", String, nullptr, Process,
+             "signal (USR1, a number) that logs who has not arrived in each communicator; unset: none")
 
 // Tracing
 WEFT_SETTING(kTraceFile, "WEFT_TRACE_FILE", String, nullptr, Comm,

@@ -87,6 +87,8 @@ TEST_F(ApiArgs, NullCommIsInvalidArgument) {
   int x = 0;
   EXPECT_EQ(weftCommCount(nullptr, &x), weftInvalidArgument);
   EXPECT_EQ(weftCommUserRank(nullptr, &x), weftInvalidArgument);
+  char report[64];
+  EXPECT_EQ(weftCommDiagnose(nullptr, report, sizeof(report)), weftInvalidArgument);
   EXPECT_EQ(weftCommCuDevice(nullptr, &x), weftInvalidArgument);
   EXPECT_EQ(weftCommFinalize(nullptr), weftInvalidArgument);
   EXPECT_EQ(weftCommDestroy(nullptr), weftInvalidArgument);
@@ -103,6 +105,8 @@ TEST_F(ApiArgs, DestroyedCommIsInvalidUsage) {
   int x = 0;
   EXPECT_EQ(weftCommCount(dead, &x), weftInvalidUsage);
   EXPECT_EQ(weftCommUserRank(dead, &x), weftInvalidUsage);
+  char report[64];
+  EXPECT_EQ(weftCommDiagnose(dead, report, sizeof(report)), weftInvalidUsage);
   EXPECT_EQ(weftCommCuDevice(dead, &x), weftInvalidUsage);
   EXPECT_EQ(weftCommFinalize(dead), weftInvalidUsage);
   EXPECT_EQ(weftCommDestroy(dead), weftInvalidUsage) << "double destroy";

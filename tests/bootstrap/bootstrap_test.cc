@@ -302,3 +302,50 @@ TEST_F(BootstrapTest, CommIdAddressRootStartedByRankZero) {
 
 }  // namespace
 }  // namespace weft
+
+namespace weft {
+namespace {
+
+// Queries are answered by the peer's reader thread while the peer's own
+// thread is busy elsewhere (here: asleep, as a rank blocked in a collective
+// would be); a rank without a handler, and one that answers too late, count
+// as not answering within the bound, and a late reply is not taken for a
+// later query's.
+TEST_F(BootstrapTest, QueriesAreAnsweredByReaderThreadsWithinTheBound) {
+  runRanks(3, 10000, [](int rank, Bootstrap& b) {
+    std::atomic<bool> slow{true};
+    if (rank == 1)
+      b.setQueryHandler([&slow](int peer, const std::vector<char>& request) {
+        if (slow.exchange(false)) std::this_thread::sleep_for(std::chrono::milliseconds(600));
+        std::vector<char> reply = request;
+        reply.push_back(char('0' + peer));
+        return reply;
+      });
+    b.barrier();
+    if (rank == 0) {
+      const std::vector<char> ask = {'h', 'i'};
+      // Rank 1's first answer comes after the bound: no answer; rank 2 has
+      // no handler.
+      auto first = b.query({1, 2, 0}, ask, 200);
+      EXPECT_FALSE(first.answered[0]);
+      EXPECT_NE(first.why[0].find("no answer within 200 ms"), std::string::npos) << first.why[0];
+      EXPECT_FALSE(first.answered[1]);
+      EXPECT_FALSE(first.answered[2]) << "rank 0 has no handler either";
+      std::this_thread::sleep_for(std::chrono::milliseconds(700));  // the late reply arrives meanwhile
+      const auto start = std::chrono::steady_clock::now();
+      auto second = b.query({1}, {'y', 'o'}, 2000);
+      const auto tookMs = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
+                                                                                 start).count();
+      ASSERT_TRUE(second.answered[0]) << second.why[0];
+      EXPECT_EQ(std::string(second.replies[0].begin(), second.replies[0].end()), "yo0");
+      EXPECT_LT(tookMs, 1000);
+    } else {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1200));  // busy, not reading its mailbox
+    }
+    b.barrier();
+    b.setQueryHandler(nullptr);
+  });
+}
+
+}  // namespace
+}  // namespace weft

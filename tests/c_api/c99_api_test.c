@@ -20,6 +20,7 @@ int main(void) {
   float in[5] = {1.5f, -2.0f, 3.25f, 4.0f, 0.5f};
   float out[5];
   int n = 0, rank = -1, i;
+  char report[512];
   weftResult_t async = weftInternalError;
 
   CHECK(weftGetVersion(&version) == weftSuccess && version == WEFT_VERSION_CODE);
@@ -32,6 +33,10 @@ int main(void) {
   for (i = 0; i < 5; i++) CHECK(out[i] == in[i]);
   CHECK(weftAllReduce(in, out, 5, (weftDataType_t)99, weftSum, comm, NULL) == weftInvalidArgument);
   CHECK(weftCommGetAsyncError(comm, &async) == weftSuccess && async == weftSuccess);
+  /* One rank, no call in progress: the report says so. */
+  CHECK(weftCommDiagnose(comm, report, sizeof(report)) == weftSuccess);
+  CHECK(strstr(report, "no rank is inside a collective") != NULL);
+  CHECK(weftCommDiagnose(comm, NULL, sizeof(report)) == weftInvalidArgument);
   CHECK(weftCommDestroy(comm) == weftSuccess);
   printf("c99 api test passed\n");
   return 0;

@@ -2,6 +2,7 @@
 
 #include "src/core/comm.h"
 #include "src/core/connections.h"
+#include "src/core/diagnose.h"
 #include "src/core/group.h"
 #include "src/util/error.h"
 #include "src/util/log.h"
@@ -67,7 +68,11 @@ void runDevicePlan(weftComm* comm, const plan::Plan& p, const std::shared_ptr<co
   Connections* conns = comm->connections.get();
   fifos.send = [conns](int peer, int conn) { return conns->send(peer, conn, true); };
   fifos.recv = [conns](int peer, int conn) { return conns->recv(peer, conn, true); };
-  ErrorSink sink = [comm](weftResult_t code, const std::string& why) { comm->setAsyncError(code, why); };
+  // A device timeout is reported from a CUDA host callback: the diagnosis
+  // (bounded, no CUDA call) names the ranks that had not entered the call.
+  ErrorSink sink = [comm](weftResult_t code, const std::string& why) {
+    comm->setAsyncError(code, code == weftTimeout ? why + " " + explainTimeout(comm) : why);
+  };
   st.run(p, keep, bindings, op, fifos, comm->timeoutMs, static_cast<cudaStream_t>(stream), std::move(sink));
 }
 

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <vector>
 
+#include "src/core/call_state.h"
 #include "src/util/clock.h"
 #include "src/util/error.h"
 #include "src/util/log.h"
@@ -25,6 +26,8 @@ struct ChannelCursor {
   size_t step = 0;
   uint64_t done = 0;  // elements of the current step already moved
   uint8_t waitingOn = 0;  // the FIFO the last blocked advance waited on: recv 0-1, send 2-3
+  int32_t blockedOn = -1;   // the peer the last failed advance waited on
+  bool blockedSend = false; // ... for a free slot toward it (else for its data)
   bool finished() const { return step >= steps->size(); }
 };
 
@@ -75,11 +78,15 @@ class Runner {
       }
       if (allDone) return;
       if (progressed) {
+        if (waitNoted_) clearWait();
         backoff.reset();
         continue;
       }
       const WaitPhase phase = backoff.idle();
-      if (phase != WaitPhase::Spin) checkHealth(backoff.idleSinceNs(), timeoutNs);
+      if (phase != WaitPhase::Spin) {
+        if (!waitNoted_) noteWait();
+        checkHealth(backoff.idleSinceNs(), timeoutNs);
+      }
       // Proxies this executor was moving bytes for take over while it sleeps.
       if (phase == WaitPhase::Sleep) handOverToProxies();
       backoff.pause(phase, ctx_.bell, seen);
@@ -95,6 +102,22 @@ class Runner {
       case Buf::None: return nullptr;
     }
     return nullptr;
+  }
+
+  // The diagnosis state says where the first unfinished channel waits.
+  void noteWait() {
+    waitNoted_ = true;
+    if (!ctx_.state) return;
+    for (size_t c = 0; c < cursors_.size(); c++)
+      if (!cursors_[c].finished()) {
+        const ChannelCursor& cur = cursors_[c];
+        ctx_.state->noteWait(int(c), int(cur.step), cur.blockedOn, cur.blockedSend);
+        return;
+      }
+  }
+  void clearWait() {
+    waitNoted_ = false;
+    if (ctx_.state) ctx_.state->clearWait();
   }
 
   void handOverToProxies() {
@@ -136,8 +159,10 @@ class Runner {
         where += " channel " + std::to_string(c) + " step " + std::to_string(cur.step) + ": " +
                  plan::describe((*cur.steps)[cur.step]) + ";";
       }
-      raise(weftTimeout, "rank %d: %s made no progress for %ld ms (WEFT_TIMEOUT_MS), waiting at%s", ctx_.rank,
-            plan::collName(plan_.coll), static_cast<long>(ctx_.timeoutMs), where.c_str());
+      const std::string why = ctx_.explainTimeout ? ctx_.explainTimeout() : std::string();
+      raise(weftTimeout, "rank %d: %s made no progress for %ld ms (WEFT_TIMEOUT_MS), waiting at%s%s%s", ctx_.rank,
+            plan::collName(plan_.coll), static_cast<long>(ctx_.timeoutMs), where.c_str(), why.empty() ? "" : " ",
+            why.c_str());
     }
   }
 
@@ -166,10 +191,7 @@ class Runner {
       uint64_t got = 0;
       in[i] = f.in[i].tryPeek(&got);
       if (!in[i] && f.in[i].progress && f.in[i].progress->tryProgress(bytes)) in[i] = f.in[i].tryPeek(&got);
-      if (!in[i]) {
-        cur.waitingOn = uint8_t(i);
-        return false;
-      }
+      if (!in[i]) return blocked(cur, st.recvPeer[i], false, uint8_t(i));
       if (got != bytes)
         raise(weftInternalError,
               "rank %d: received %lu bytes from rank %d but the plan expects %lu (mismatched collective across "
@@ -179,10 +201,7 @@ class Runner {
     for (int i = 0; i < st.nSend; i++) {
       out[i] = f.out[i].tryAcquire();
       if (!out[i] && f.out[i].progress && f.out[i].progress->tryProgress(bytes)) out[i] = f.out[i].tryAcquire();
-      if (!out[i]) {
-        cur.waitingOn = uint8_t(2 + i);
-        return false;
-      }
+      if (!out[i]) return blocked(cur, st.sendPeer[i], true, uint8_t(2 + i));
     }
 
     const char* local = st.src != Buf::None ? base(st.src, st.bind) + (st.srcOff + cur.done) * elem_ : nullptr;
@@ -192,6 +211,7 @@ class Runner {
     for (int i = 0; i < st.nSend; i++) f.out[i].post(bytes);
     for (int i = 0; i < st.nRecv; i++) f.in[i].release();
     cur.done += n;
+    if (ctx_.state) ctx_.state->addBytes(bytes);
     if (cur.done >= st.count) nextStep(cur);
     return true;
   }
@@ -222,6 +242,13 @@ class Runner {
       clock.startNs = t1;
     }
     return moved;
+  }
+
+  static bool blocked(ChannelCursor& cur, int32_t peer, bool forSend, uint8_t fifo) {
+    cur.waitingOn = fifo;
+    cur.blockedOn = peer;
+    cur.blockedSend = forSend;
+    return false;
   }
 
   // The step's geometry comes from whichever FIFO it uses (all FIFOs of a
@@ -278,6 +305,7 @@ class Runner {
   const uint64_t slice_;  // piece bytes (0: the FIFO slot)
   std::span<ChannelCursor> cursors_;
   std::span<StepClock> clocks_;  // tracing only
+  bool waitNoted_ = false;  // the diagnosis state shows a wait
 };
 
 }  // namespace

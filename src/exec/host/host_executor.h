@@ -11,6 +11,7 @@
 #include <atomic>
 #include <functional>
 #include <span>
+#include <string>
 
 #include "algorithms/plan.h"
 #include "src/kernels/reduce.h"
@@ -19,6 +20,7 @@
 namespace weft {
 
 class TraceBuffer;
+class CallState;
 
 struct BufferBinding {
   const void* send = nullptr;
@@ -43,6 +45,12 @@ struct HostExecContext {
   bool oversubscribed = true;
   // WEFT_TRACE_FILE: record one event per step (src/exec/host/step_trace.h).
   TraceBuffer* trace = nullptr;
+  // Where this rank's diagnosis state lives (src/core/call_state.h): bytes
+  // moved, and the channel, step and peer of a wait past its spin phase.
+  CallState* state = nullptr;
+  // Called once when the run times out; its text is appended to the
+  // timeout error (the communicator's diagnosis: which ranks are missing).
+  std::function<std::string()> explainTimeout;
 };
 
 // Runs `plan` to completion or throws weft::Error.
