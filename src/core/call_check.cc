@@ -9,18 +9,6 @@
 namespace weft {
 namespace {
 
-const char* opName(int32_t kind) {
-  switch (static_cast<kernels::OpKind>(kind)) {
-    case kernels::OpKind::Sum: return "sum";
-    case kernels::OpKind::Prod: return "prod";
-    case kernels::OpKind::Max: return "max";
-    case kernels::OpKind::Min: return "min";
-    case kernels::OpKind::Avg: return "avg";
-    case kernels::OpKind::PreMulSum: return "premulsum";
-  }
-  return "?";
-}
-
 bool same(const CallSignature& a, const CallSignature& b) {
   return a.seq == b.seq && a.count == b.count && a.coll == b.coll && a.type == b.type && a.opKind == b.opKind &&
          a.root == b.root && a.device == b.device;
@@ -45,7 +33,7 @@ CallSignature signatureOf(const OpDesc& op, uint64_t seq) {
 std::string describeSignature(const CallSignature& s) {
   std::string t = std::string(plan::collName(static_cast<plan::Coll>(s.coll))) + " count " +
                   std::to_string(s.count) + " " + kernels::typeName(static_cast<weftDataType_t>(s.type));
-  if (s.opKind >= 0) t += std::string(" ") + opName(s.opKind);
+  if (s.opKind >= 0) t += std::string(" ") + kernels::opName(static_cast<kernels::OpKind>(s.opKind));
   if (s.root >= 0) t += " root " + std::to_string(s.root);
   t += s.device ? " (device buffers)" : " (host buffers)";
   return t;

@@ -14,18 +14,6 @@ namespace {
 // trace is no longer a bounded side cost.
 constexpr int64_t kMaxTraceEvents = 10000000;
 
-const char* opName(kernels::OpKind k) {
-  switch (k) {
-    case kernels::OpKind::Sum: return "sum";
-    case kernels::OpKind::Prod: return "prod";
-    case kernels::OpKind::Max: return "max";
-    case kernels::OpKind::Min: return "min";
-    case kernels::OpKind::Avg: return "avg";
-    case kernels::OpKind::PreMulSum: return "premulsum";
-  }
-  return "?";
-}
-
 // A bounded copy without snprintf's parsing (this runs on every traced call).
 template <size_t N>
 void copyName(char (&dst)[N], const char* src) {
@@ -77,7 +65,7 @@ void traceCall(weftComm* comm, const OpDesc& op, const TracedCall& shape, int64_
     e.count = op.count;
     e.bytes = plan::largestBufferElems(op.coll, op.count, comm->nranks) * kernels::typeSize(op.type);
     e.type = kernels::typeName(op.type);
-    e.op = plan::collInfo(op.coll).reduces ? opName(op.op.kind) : "";
+    e.op = plan::collInfo(op.coll).reduces ? kernels::opName(op.op.kind) : "";
     copyName(e.algo, shape.algo);
     copyName(e.proto, shape.proto);
     e.channels = int16_t(shape.channels);

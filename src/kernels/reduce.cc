@@ -43,6 +43,18 @@ const char* typeName(weftDataType_t type) {
   return index < weftNumTypes ? kNames[index] : "invalid";
 }
 
+const char* opName(OpKind kind) {
+  switch (kind) {
+    case OpKind::Sum: return "sum";
+    case OpKind::Prod: return "prod";
+    case OpKind::Max: return "max";
+    case OpKind::Min: return "min";
+    case OpKind::Avg: return "avg";
+    case OpKind::PreMulSum: return "premulsum";
+  }
+  return "?";
+}
+
 namespace {
 
 const LoopTable* tableOf(SimdLevel level) {

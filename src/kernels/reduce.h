@@ -36,6 +36,8 @@ struct RedOp {
 // Bytes of one element of type, or 0 for an invalid type.
 size_t typeSize(weftDataType_t type);
 const char* typeName(weftDataType_t type);
+// "sum", "prod", ... as logs and traces name a reduction.
+const char* opName(OpKind kind);
 
 enum Apply : unsigned {
   kApplyPre = 1,   // multiply the local input by the PreMulSum scalar first
