@@ -51,16 +51,30 @@ void openTrace(weftComm* comm) {
   comm->trace = std::make_unique<CommTrace>(std::move(buffer), comm->rank);
 }
 
-void traceCall(weftComm* comm, const OpDesc& op, const TracedCall& shape, int64_t startNs, int64_t endNs) {
-  CommTrace& t = *comm->trace;
-  const uint32_t call = t.nextCall();
-  t.buffer()->record([&](TraceEvent& e) {
+namespace {
+
+// What every call event holds besides the call's own shape.
+struct CallSpan {
+  uint32_t call;
+  int rank;
+  int64_t startNs, endNs;
+  void fill(TraceEvent& e) const {
     e.kind = TraceEvent::Call;
-    e.pid = t.rank();
+    e.pid = rank;
     e.tid = 0;
     e.index = call;
     e.startNs = startNs;
     e.durNs = endNs - startNs;
+  }
+};
+
+}  // namespace
+
+void traceCall(weftComm* comm, const OpDesc& op, const TracedCall& shape, int64_t startNs, int64_t endNs) {
+  CommTrace& t = *comm->trace;
+  const CallSpan span{t.nextCall(), t.rank(), startNs, endNs};
+  t.buffer()->record([&](TraceEvent& e) {
+    span.fill(e);
     e.name = plan::collName(op.coll);
     e.count = op.count;
     e.bytes = plan::largestBufferElems(op.coll, op.count, comm->nranks) * kernels::typeSize(op.type);
@@ -76,16 +90,11 @@ void traceCall(weftComm* comm, const OpDesc& op, const TracedCall& shape, int64_
 
 void traceP2P(weftComm* comm, const std::vector<const OpDesc*>& ops, size_t steps, int64_t startNs, int64_t endNs) {
   CommTrace& t = *comm->trace;
-  const uint32_t call = t.nextCall();
+  const CallSpan span{t.nextCall(), t.rank(), startNs, endNs};
   uint64_t bytes = 0;
   for (const OpDesc* op : ops) bytes += op->count * kernels::typeSize(op->type);
   t.buffer()->record([&](TraceEvent& e) {
-    e.kind = TraceEvent::Call;
-    e.pid = t.rank();
-    e.tid = 0;
-    e.index = call;
-    e.startNs = startNs;
-    e.durNs = endNs - startNs;
+    span.fill(e);
     e.name = ops.size() == 1 ? (ops[0]->isSend ? "Send" : "Recv") : "SendRecv group";
     e.count = ops.size();  // calls in the group
     e.bytes = bytes;
