@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# weft-doctor on three netns hosts of two ranks (tests/multihost/netns_hosts.sh):
+# a healthy run saves a baseline; then the link from host1 to host2 is
+# shaped slower (only host1's packets on the switch port into host2) and
+# host0's ranks run with shared memory disabled, so their pair uses TCP.
+# The report must name that link (slow, asymmetric) and that host, and the
+# verdict against the baseline must name both and exit 1. Needs root and
+# namespaces (exit 77, skipped, otherwise).
+#
+#   netns_doctor.sh <weft-doctor> <tests/multihost>
+set -u
+doctor=${1:?usage: netns_doctor.sh <weft-doctor> <tests/multihost>}
+mhdir=${2:?usage: netns_doctor.sh <weft-doctor> <tests/multihost>}
+source "$mhdir/netns_hosts.sh"
+source "$mhdir/checks.sh"
+
+mh_check || exit $?
+mh_check_shaping || exit $?
+unset ${!WEFT_@}
+logroot=$(mktemp -d /tmp/weft-doctor-netns.XXXXXX)
+mh_setup 3 || { mh_log "set-up failed"; exit 1; }
+trap 'mh_teardown; rm -rf "$logroot"' EXIT
+args=(--sizes 64K,1M --iters 3 --pair-bytes 1M --pair-iters 3 --lat-iters 10 --timeout 60)
+rate=40mbit
+
+start=$(mh_now_ms)
+mh_launch 2 75 "$logroot/healthy" WEFT_TIMEOUT_MS=30000 -- "$doctor" "${args[@]}" --save-baseline "$logroot/base.json"
+mh_wait
+echo "healthy run: $(( $(mh_now_ms) - start )) ms, ranks exit ${MH_RC[*]}"
+sed -n '/^transports/,/^sweep/p' "$logroot/healthy/rank0.log"
+for r in "${!MH_RC[@]}"; do [ "${MH_RC[r]}" = 0 ] || mh_fail "healthy run: rank $r exited ${MH_RC[r]}"; done
+[ -s "$logroot/base.json" ] || { mh_show_logs "$logroot/healthy"; mh_fail "no baseline written"; mh_finish; }
+
+# Only host1 -> host2: a prio qdisc on the switch port into host2 sends
+# everything to band 2, except host1's packets, which go to a slow band 3.
+sw=$(mh_sw)
+ip netns exec "$sw" tc qdisc add dev p2 root handle 1: prio bands 3 priomap 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 ||
+  mh_fail "tc prio"
+ip netns exec "$sw" tc qdisc add dev p2 parent 1:3 handle 30: tbf rate $rate burst 32kb latency 400ms || mh_fail "tc tbf"
+ip netns exec "$sw" tc filter add dev p2 parent 1: protocol ip prio 1 u32 match ip src "$(mh_addr 1)/32" flowid 1:3 ||
+  mh_fail "tc filter"
+
+start=$(mh_now_ms)
+mh_launch 2 75 "$logroot/degraded" WEFT_TIMEOUT_MS=30000 -- bash -c \
+  '[ "$WEFT_HOSTID" = host0 ] && export WEFT_SHM_DISABLE=1; exec "$@"' doctor \
+  "$doctor" "${args[@]}" --baseline "$logroot/base.json"
+mh_wait
+out="$logroot/degraded/rank0.log"
+echo "degraded run (host1 -> host2 at $rate, host0 without shared memory): $(( $(mh_now_ms) - start )) ms," \
+     "ranks exit ${MH_RC[*]}"
+sed -n '/^bandwidth/,$p' "$out" | grep -v "^ *$"
+[ "${MH_RC[0]}" = 1 ] || mh_fail "rank 0 exited ${MH_RC[0]}, expected 1 (regressed)"
+for r in "${!MH_RC[@]}"; do [ "${MH_RC[r]}" = "${MH_RC[0]}" ] || mh_fail "rank $r exited ${MH_RC[r]}, rank 0 ${MH_RC[0]}"; done
+grep -q "^  - host0: 1 same-host rank pair(s) use Socket, not shared memory (ranks 0 and 1: WEFT_SHM_DISABLE=1" "$out" ||
+  mh_fail "the report does not name host0's fallback to TCP"
+grep -q "^  - link host1 -> host2: .* GB/s, under half the median link" "$out" ||
+  mh_fail "the report does not name the slow link host1 -> host2"
+grep -q "^  - link host1 <-> host2 is asymmetric: .*(slow way: host1 -> host2)" "$out" ||
+  mh_fail "the report does not name the asymmetric link"
+grep -q "^verdict: REGRESSED" "$out" || mh_fail "no REGRESSED verdict"
+grep -q "^  REGRESSED link host1 -> host2: " "$out" || mh_fail "the verdict does not name the link host1 -> host2"
+grep -q "^  REGRESSED host0: 1 rank pair(s) now use Socket, baseline SHM" "$out" || mh_fail "the verdict does not name host0"
+[ ${#MH_FAILURES[@]} -gt 0 ] && mh_show_logs "$logroot/degraded"
+mh_finish
