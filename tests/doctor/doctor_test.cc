@@ -137,6 +137,15 @@ TEST(DoctorAnalysis, NamesSameHostPairsOffSharedMemoryAndTcpHosts) {
   EXPECT_FALSE(mentions(fs, "transport", "host0")) << all(fs);
 }
 
+TEST(DoctorAnalysis, ACLusterWithoutRdmaIsOneLineNotEveryHost) {
+  Result r = cluster();
+  for (PairTransport& t : r.transports)
+    if (!t.sameHost) t = {t.a, t.b, "Socket", "hosts differ, no usable IB on this rank: no IB device", false, true};
+  const auto fs = transportFindings(r);
+  ASSERT_EQ(fs.size(), 1u) << all(fs);
+  EXPECT_TRUE(mentions(fs, "transport", "12 of 12 inter-host rank pairs use TCP (Socket), none RDMA")) << all(fs);
+}
+
 TEST(DoctorAnalysis, NamesSlowAndAsymmetricLinks) {
   Result r = cluster();
   EXPECT_TRUE(linkFindings(r).empty()) << all(linkFindings(r));

@@ -40,6 +40,7 @@ std::vector<Finding> transportFindings(const Result& r) {
   std::map<int, std::pair<int, const PairTransport*>> sameHost;  // host -> (pairs, example)
   std::map<int, std::string> noRdma;                              // host -> reason
   int netPairs = 0, tcpPairs = 0;
+  const PairTransport* tcpExample = nullptr;
   for (const PairTransport& t : r.transports) {
     if (t.sameHost) {
       if (t.transport != "SHM") {
@@ -51,7 +52,7 @@ std::vector<Finding> transportFindings(const Result& r) {
     }
     netPairs++;
     if (!t.lastResort) continue;
-    tcpPairs++;
+    if (!tcpPairs++) tcpExample = &t;
     const int blamed = blamedRank(t.why, t.a);
     if (blamed >= 0 && !noRdma.count(hostOf(blamed))) noRdma[hostOf(blamed)] = t.why;
   }
@@ -64,11 +65,14 @@ std::vector<Finding> transportFindings(const Result& r) {
                        std::to_string(e.second->b) + ": " + e.second->why + ")"});
   }
   if (tcpPairs == 0) return out;
-  if (int(noRdma.size()) == int(r.hosts.size()) || noRdma.empty()) {
+  // Named hosts only where other pairs do better: when no pair of hosts has
+  // RDMA, the cluster has none (or it is unusable everywhere): one line.
+  if (tcpPairs == netPairs || noRdma.empty()) {
     out.push_back({"transport", "all hosts",
-                   "all " + std::to_string(tcpPairs) + " of " + std::to_string(netPairs) +
-                       " inter-host rank pairs use TCP (Socket): no host has usable RDMA (" +
-                       (noRdma.empty() ? std::string("?") : noRdma.begin()->second) + ")"});
+                   std::to_string(tcpPairs) + " of " + std::to_string(netPairs) +
+                       " inter-host rank pairs use TCP (Socket)" +
+                       (tcpPairs == netPairs ? ", none RDMA" : "") + " (ranks " + std::to_string(tcpExample->a) +
+                       " and " + std::to_string(tcpExample->b) + ": " + tcpExample->why + ")"});
     return out;
   }
   for (const auto& [host, why] : noRdma) {
