@@ -13,7 +13,7 @@ namespace weft::doctor {
 // A link under this share of the median inter-host bandwidth is slow.
 inline constexpr double kSlowLinkShare = 0.5;
 // A pair whose two directions differ by more than this factor is asymmetric.
-inline constexpr double kAsymmetry = 1.5;
+inline constexpr double kAsymmetry = 2.0;
 
 std::vector<Finding> transportFindings(const Result& r);
 std::vector<Finding> linkFindings(const Result& r);

@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <map>
+#include <set>
 #include <tuple>
 
 #include "tools/weft-doctor/compare.h"
@@ -53,9 +54,19 @@ std::string transportsPart(const Result& r) {
     const int ha = r.ranks[size_t(p.a)].host, hb = r.ranks[size_t(p.b)].host;
     groups[{std::min(ha, hb), std::max(ha, hb), p.transport, p.why}]++;
   }
+  // Many hosts that all agree make one line, not one per host pair.
+  std::set<std::pair<std::string, std::string>> netKinds;
+  int netGroups = 0, netRankPairs = 0;
+  for (const auto& [key, n] : groups)
+    if (std::get<0>(key) != std::get<1>(key)) netKinds.insert({std::get<2>(key), std::get<3>(key)}), netGroups++, netRankPairs += n;
+  const bool oneLine = netKinds.size() == 1 && netGroups > 2;
   std::string t = "transports (rank pairs per host pair: transport, why)\n";
+  if (oneLine)
+    t += "  " + pad("all " + std::to_string(netGroups) + " host pairs", 24) + " " + pad(netKinds.begin()->first, 7) +
+         " x" + pad(std::to_string(netRankPairs), 4) + " " + netKinds.begin()->second + "\n";
   for (const auto& [key, n] : groups) {
     const auto& [a, b, transport, why] = key;
+    if (oneLine && a != b) continue;
     const std::string pair = a == b ? hostName(r, a) : hostName(r, a) + " <-> " + hostName(r, b);
     t += "  " + pad(pair, 24) + " " + pad(transport.empty() ? "none" : transport, 7) + " x" + pad(std::to_string(n), 4) +
          " " + why + "\n";
@@ -123,7 +134,7 @@ std::string reportText(const Result& r) {
   t += hostsPart(r) + "\n" + transportsPart(r) + "\n";
   t += matrix(r, "bandwidth GB/s, one direction (row: sender host, column: receiver; diagonal: two ranks of one host)",
               &Link::gbps, "%.3f") + "\n";
-  t += matrix(r, "latency us (half a round trip of 8 bytes, median)", &Link::latUs, "%.1f") + "\n";
+  t += matrix(r, "latency us (half a round trip of 8 bytes, lower quartile)", &Link::latUs, "%.1f") + "\n";
   t += sweepPart(r) + "\n" + countersPart(r) + "\n";
   t += "findings\n";
   for (const Finding& f : r.findings) t += "  - " + f.text + "\n";

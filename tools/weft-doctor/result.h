@@ -39,7 +39,7 @@ struct PairTransport {
 struct Link {
   int from = 0, to = 0;
   double gbps = 0;   // GB/s (1e9 bytes per second)
-  double latUs = 0;  // half a round trip of a small message, median
+  double latUs = 0;  // half a round trip of a small message, lower quartile
 };
 
 struct SweepPoint {
