@@ -13,6 +13,7 @@
 
 #include "benchmarks/common/launch.h"
 #include "benchmarks/common/team.h"
+#include "src/util/settings.h"
 #include "tools/weft-doctor/output.h"
 #include "tools/weft-doctor/probe.h"
 #include "weft/weft.h"
@@ -37,7 +38,8 @@ class Watchdog {
       const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
       while (!stop_.load()) {
         if (std::chrono::steady_clock::now() > deadline)
-          fatal("the run took longer than --timeout " + std::to_string(int(seconds)) + " s; stopped");
+          fatal("the run took longer than --timeout " + std::to_string(int(seconds)) + " s; stopped. Ranks here:\n" +
+                weft::doctor::currentPhases());
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
       }
     });
@@ -97,14 +99,13 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "weft-doctor: %s\n", launchError.c_str());
     return weft::doctor::kExitUsage;
   }
-  if (launch.nProcs > 1 && !launch.mpi && !std::getenv("WEFT_COMM_ID")) {
+  if (launch.nProcs > 1 && !launch.mpi && !weft::settings::get(weft::settings::kCommId)) {
     std::fprintf(stderr,
                  "weft-doctor: launched as %d processes (%s) without MPI: set WEFT_COMM_ID=<ip>:<port> of rank 0 "
                  "(benchmarks/weft-run does)\n",
                  launch.nProcs, launch.rankSource.c_str());
     return weft::doctor::kExitUsage;
   }
-  if (launch.nProcs * o.threads < 1) return weft::doctor::kExitUsage;
   if (launch.mpi) weft::bench::mpiInit(&argc, &argv);
   weftUniqueId id;
   // As the perf binaries: one process makes the id; MPI jobs broadcast

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
@@ -28,6 +29,14 @@ using Clock = std::chrono::steady_clock;
 
 // Bandwidth samples per direction of a host pair.
 constexpr int kLinkSamples = 2;
+
+std::mutex phaseMutex;
+std::map<int, std::string> phases;  // rank -> what it is doing
+
+void notePhase(int rank, const std::string& what) {
+  std::lock_guard<std::mutex> lock(phaseMutex);
+  phases[rank] = what;
+}
 
 double secondsSince(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
@@ -68,6 +77,7 @@ class Probe {
   }
   std::vector<std::string> gather(const std::string& mine);
   void barrier() {
+    notePhase(rank_, "barrier");
     float word = 0;
     check(weftAllReduce(&word, &word, 1, weftFloat32, weftSum, comm_, nullptr), "barrier (AllReduce)");
   }
@@ -138,6 +148,8 @@ json Probe::readCounters() {
 // then pairIters messages and a one-byte acknowledgement. The first
 // exchanges also connect the pair. Each sample keeps the best seen.
 void Probe::timeLink(int peer, int fromHost, int toHost, bool latency) {
+  notePhase(rank_, "timing the link host#" + std::to_string(fromHost) + " -> host#" + std::to_string(toHost) +
+                       " with rank " + std::to_string(peer) + (latency ? " (latency, then bandwidth)" : " (bandwidth)"));
   Buffer buf(o_.pairBytes);
   char word[8] = {};
   json& best = best_[{fromHost, toHost}];
@@ -166,6 +178,7 @@ void Probe::timeLink(int peer, int fromHost, int toHost, bool latency) {
 
 // The other end of timeLink.
 void Probe::serveLink(int peer, bool latency) {
+  notePhase(rank_, "answering rank " + std::to_string(peer) + "'s link test" + (latency ? " (latency, then bandwidth)" : " (bandwidth)"));
   Buffer buf(o_.pairBytes);
   char word[8] = {};
   for (int i = 0; latency && i < o_.latIters + 2; i++) {
@@ -207,6 +220,7 @@ void Probe::timeLinks() {
 
 // Microseconds per call of the slowest rank (one warm-up call first).
 double Probe::sweepPoint(const std::string& coll, size_t count, Buffer& send, Buffer& recv) {
+  notePhase(rank_, coll + " of " + std::to_string(count) + " elements");
   auto call = [&] {
     if (coll == "allreduce")
       check(weftAllReduce(send.data(), recv.data(), count, weftFloat32, weftSum, comm_, nullptr), "AllReduce");
@@ -274,5 +288,12 @@ int Probe::run() {
 }  // namespace
 
 int runRank(const Options& o, weftComm_t comm) { return Probe(o, comm).run(); }
+
+std::string currentPhases() {
+  std::lock_guard<std::mutex> lock(phaseMutex);
+  std::string text;
+  for (const auto& [rank, what] : phases) text += "  rank " + std::to_string(rank) + ": " + what + "\n";
+  return text;
+}
 
 }  // namespace weft::doctor

@@ -5,6 +5,8 @@
 // report, the files and the verdict (output.h).
 #pragma once
 
+#include <string>
+
 #include "tools/weft-doctor/options.h"
 #include "weft/weft.h"
 
@@ -15,5 +17,9 @@ namespace weft::doctor {
 // call fails (the caller ends the process: the other ranks then see a dead
 // peer, as with the perf binaries).
 int runRank(const Options& o, weftComm_t comm);
+
+// What each rank of this process is doing now ("rank 3: link host1 -> host2
+// (sample 2)"), one line each: said when the run is stopped for taking too long.
+std::string currentPhases();
 
 }  // namespace weft::doctor
