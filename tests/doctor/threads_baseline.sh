@@ -28,14 +28,17 @@ done
 python3 -c "import json,sys; r=json.load(open(sys.argv[1])); assert r['format']=='weft-doctor-1' and r['nranks']==2, r" \
   "$dir/r.json" || fail "r.json is not a 2-rank weft-doctor result"
 ls "$dir"/hist/weft-doctor-*.json > /dev/null 2>&1 || fail "no history file"
-if python3 -c "import matplotlib" 2>/dev/null; then
+py=python3
+[ -x /usr/bin/python3 ] && py=/usr/bin/python3  # the interpreter weft-doctor runs the plot with
+if $py -c "import matplotlib" 2>/dev/null; then
   [ -s "$dir/hist/trend.png" ] || fail "matplotlib is installed but there is no trend.png"
 else
   grep -q "matplotlib is not installed" "$dir/first.out" || fail "no word about the missing matplotlib"
 fi
 
-# Against its own baseline, with a tolerance wide enough for a busy machine.
-"$doctor" -t 2 "${quick[@]}" --baseline "$dir/b.json" --tolerance 0.9 > "$dir/same.out" 2>&1
+# Against its own baseline, with a tolerance wide enough for a busy machine
+# (thread ranks' latency jumps from ~2 to ~50 us when the cores are taken).
+"$doctor" -t 2 "${quick[@]}" --baseline "$dir/b.json" --tolerance 0.9 --latency-slack 5000 > "$dir/same.out" 2>&1
 rc=$?
 grep "verdict" "$dir/same.out"
 [ $rc = 0 ] || { cat "$dir/same.out"; fail "comparison with its own baseline exited $rc"; }

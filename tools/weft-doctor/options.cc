@@ -62,6 +62,10 @@ std::string apply(Options& o, const std::string& a, const std::string& v) {
     char* end = nullptr;
     o.tolerance = std::strtod(v.c_str(), &end);
     if (v.empty() || *end || !(o.tolerance > 0 && o.tolerance < 1)) return bad + " (a fraction between 0 and 1)";
+  } else if (a == "--latency-slack") {
+    char* end = nullptr;
+    o.latencySlackUs = std::strtod(v.c_str(), &end);
+    if (v.empty() || *end || !(o.latencySlackUs >= 0)) return bad + " (microseconds)";
   } else if (a == "--timeout") {
     char* end = nullptr;
     o.timeoutSec = std::strtod(v.c_str(), &end);
@@ -103,7 +107,8 @@ ParsedOptions parseOptions(int argc, char** argv) {
 std::string usageText() {
   return "usage: weft-doctor [-t THREADS] [--sizes 64K,1M,16M] [--iters N] [--pair-bytes 4M] [--pair-iters N]\n"
          "                   [--lat-iters N] [--sysfs-root DIR] [-o FILE] [--save-baseline FILE]\n"
-         "                   [--baseline FILE [--tolerance 0.2]] [--history DIR] [--strict] [--timeout S]\n"
+         "                   [--baseline FILE [--tolerance 0.2] [--latency-slack 10]] [--history DIR] [--strict]\n"
+         "                   [--timeout S]\n"
          "Checks a cluster from every rank of a job (weft-run, mpirun, Slurm, torchrun: one rank per process;\n"
          "-t N: N ranks as threads of each process): the transport between every pair of ranks and why, a\n"
          "bandwidth and latency matrix between hosts, an AllReduce and AllGather sweep, and the NIC counters\n"
@@ -112,7 +117,8 @@ std::string usageText() {
          "  --save-baseline FILE  store the result as the baseline of later runs\n"
          "  --baseline FILE       compare with a baseline; exit 1 when a link, host or size regressed by more\n"
          "                        than --tolerance (a fraction, default 0.2); exit 3 when the baseline is\n"
-         "                        from another cluster, layout, weft version or format\n"
+         "                        from another cluster, layout, weft version or format; a latency must also\n"
+         "                        have grown by --latency-slack microseconds (default 10)\n"
          "  --history DIR         keep DIR/weft-doctor-<UTC date>.json and plot DIR/trend.png\n"
          "  --sysfs-root DIR      read counters under DIR instead of /sys (%h: the host's name)\n"
          "  --strict              exit 1 on any finding (fallback to TCP, slow link, counters) too\n"

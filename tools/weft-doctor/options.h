@@ -19,6 +19,7 @@ struct Options {
   std::string saveBaseline;
   std::string baseline;
   double tolerance = 0.2;
+  double latencySlackUs = 10;       // latency increases below this are noise, whatever the tolerance
   std::string historyDir;
   std::string plotTool;             // --plot-tool (default: weft-doctor-plot next to the binary)
   bool strict = false;              // findings without a baseline also fail the run

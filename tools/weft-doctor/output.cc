@@ -156,6 +156,7 @@ int RankZero::writeOutputs() {
 int RankZero::compare() {
   CompareOptions co;
   co.tolerance = o_.tolerance;
+  co.latFloorUs = o_.latencySlackUs;
   const Verdict v = compareWithBaseline(baseline_, result_, co);
   fputs(("\n" + verdictText(v, baseline_, o_.baseline, co)).c_str(), stdout);
   if (v.refused) return kExitRefused;
@@ -175,7 +176,10 @@ std::string keepHistory(const Result& r, const std::string& dir, const std::stri
   printf("history: wrote %s\n", path.c_str());
   fflush(stdout);
   // The plot is a convenience: a missing python3 or matplotlib is said, not fatal.
-  const std::string cmd = "python3 " + shellQuote(plotTool) + " " + shellQuote(dir);
+  // Debian's interpreter first: python3-matplotlib is installed for it,
+  // whatever python3 comes first on PATH (a virtualenv, pyenv).
+  const std::string python = fs::exists("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
+  const std::string cmd = python + " " + shellQuote(plotTool) + " " + shellQuote(dir);
   const int rc = std::system(cmd.c_str());
   if (rc != 0) printf("history: no trend plot (%s exited %d)\n", plotTool.c_str(), rc);
   return "";
