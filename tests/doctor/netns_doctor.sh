@@ -4,13 +4,17 @@
 # shaped slower (only host1's packets on the switch port into host2) and
 # host0's ranks run with shared memory disabled, so their pair uses TCP.
 # The report must name that link (slow, asymmetric) and that host, and the
-# verdict against the baseline must name both and exit 1. Needs root and
-# namespaces (exit 77, skipped, otherwise).
+# verdict against the baseline must name both and exit 1. The degraded run
+# also reads each host's counters from a recorded tree (--sysfs-root
+# sysfs/fw/%h) in which host2's NIC firmware differs: the report names host2.
+# Needs root and namespaces (exit 77, skipped, otherwise).
 #
-#   netns_doctor.sh <weft-doctor> <tests/multihost>
+#   netns_doctor.sh <weft-doctor> <tests/multihost> <tests/doctor/sysfs>
 set -u
-doctor=${1:?usage: netns_doctor.sh <weft-doctor> <tests/multihost>}
-mhdir=${2:?usage: netns_doctor.sh <weft-doctor> <tests/multihost>}
+usage="usage: netns_doctor.sh <weft-doctor> <tests/multihost> <tests/doctor/sysfs>"
+doctor=${1:?$usage}
+mhdir=${2:?$usage}
+trees=${3:?$usage}
 source "$mhdir/netns_hosts.sh"
 source "$mhdir/checks.sh"
 
@@ -49,7 +53,7 @@ fi
 start=$(mh_now_ms)
 mh_launch 2 75 "$logroot/degraded" WEFT_TIMEOUT_MS=30000 -- bash -c \
   '[ "$WEFT_HOSTID" = host0 ] && export WEFT_SHM_DISABLE=1; exec "$@"' doctor \
-  "$doctor" "${args[@]}" --baseline "$logroot/base.json"
+  "$doctor" "${args[@]}" --baseline "$logroot/base.json" --sysfs-root "$trees/fw/%h"
 mh_wait
 out="$logroot/degraded/rank0.log"
 echo "degraded run (host1 -> host2 at $rate, host0 without shared memory): $(( $(mh_now_ms) - start )) ms," \
@@ -63,6 +67,8 @@ grep -q "^  - link host1 -> host2: .* GB/s, under half the median link" "$out" |
   mh_fail "the report does not name the slow link host1 -> host2"
 grep -q "^  - link host1 <-> host2 is asymmetric: .*(slow way: host1 -> host2)" "$out" ||
   mh_fail "the report does not name the asymmetric link"
+grep -q "^  - host2: mlx5_0 firmware 22.36.1010, the other hosts have 22.39.1002" "$out" ||
+  mh_fail "the report does not name host2's firmware (per-host counter trees, --sysfs-root .../%h)"
 grep -q "^verdict: REGRESSED" "$out" || mh_fail "no REGRESSED verdict"
 grep -q "^  REGRESSED link host1 -> host2: " "$out" || mh_fail "the verdict does not name the link host1 -> host2"
 grep -q "^  REGRESSED host0: 1 rank pair(s) now use Socket, baseline SHM" "$out" || mh_fail "the verdict does not name host0"
