@@ -3,6 +3,7 @@
 // weft-run, mpirun, Slurm or torchrun start one rank per process, -t N
 // makes N ranks as threads of each process.
 #include <atomic>
+#include <barrier>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -58,6 +59,11 @@ int runRanks(const Options& o, const weft::bench::LaunchInfo& launch, const weft
   const int nranks = launch.nProcs * o.threads;
   std::vector<int> status(size_t(o.threads), 0);
   std::vector<std::thread> threads;
+  // No thread rank destroys its communicator while another is still in its
+  // last call: the tail of a call (releasing the last slot) rings the
+  // peer's doorbell, which a same-process peer's destroy frees. (Ranks in
+  // other processes keep their own mappings.)
+  std::barrier<> done(o.threads);
   for (int t = 0; t < o.threads; t++) {
     threads.emplace_back([&, t] {
       const int rank = launch.procRank * o.threads + t;
@@ -68,6 +74,7 @@ int runRanks(const Options& o, const weft::bench::LaunchInfo& launch, const weft
           throw std::runtime_error(std::string("weftCommInitRank failed: ") + weftGetErrorString(res) + ": " +
                                    weftGetLastError(nullptr));
         status[size_t(t)] = weft::doctor::runRank(o, comm);
+        done.arrive_and_wait();
         weftCommDestroy(comm);
       } catch (const std::exception& e) {
         fatal("rank " + std::to_string(rank) + ": " + e.what());
