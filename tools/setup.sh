@@ -9,7 +9,9 @@ pkgs=(cmake g++ make pkg-config libhwloc-dev hwloc nlohmann-json3-dev libgtest-d
       # the size limits of tools/check-code-shape.sh (ctest label lint)
       universal-ctags
       # the PyTorch backend (bindings/torch): Debian's torch 1.13, CPU only
-      python3-torch libtorch-dev pybind11-dev)
+      python3-torch libtorch-dev pybind11-dev
+      # weft-doctor --history's trend plot (tools/weft-doctor/weft-doctor-plot)
+      python3-matplotlib)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -40,6 +40,11 @@ class Connections {
   FifoEnd send(int peer, int conn, bool device = false) const;
   FifoEnd recv(int peer, int conn, bool device = false) const;
 
+  // The host transports' choice for the pair (registry.h), made alike at
+  // both ends from shared facts, whether or not the pair is connected yet;
+  // quiet: choose() logs and raises. Also what tools ask (transport_query.h).
+  TransportChoice hostChoice(int peer) const;
+
  private:
   struct Edge {
     int sender, receiver, conn;
@@ -48,9 +53,6 @@ class Connections {
   };
   using Key = std::tuple<int, int, bool>;  // (peer, conn, device)
   void connectEdges(std::vector<Edge> edges);
-  // The host transports' choice for the pair (registry.h), made alike at
-  // both ends; quiet: choose() logs and raises.
-  TransportChoice hostChoice(int peer) const;
   // The host transport for `peer`, and why; warns once per communicator on
   // a fallback to a last resort, raises when WEFT_NET cannot be honoured.
   Transport* choose(int peer, std::string* why);
