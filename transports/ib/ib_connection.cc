@@ -62,6 +62,7 @@ class IbConnection : public Connection {
   }
 
   ~IbConnection() override {
+    if (isSender_ && proxy_.joinable()) drainOnDestroy();
     stop_.store(true, std::memory_order_release);
     ring(&proxyBell_);
     if (proxy_.joinable()) proxy_.join();
@@ -108,6 +109,7 @@ class IbConnection : public Connection {
   void postFlush(FlushSchedule& flush);
   void toReadyToSend(const ConnInfo& remote);
   void postRecv(size_t qpIndex);
+  void drainOnDestroy();
   void proxyMain();
   bool senderStep(CreditWindow& credits, InOrderWindow& done, uint32_t& sent);
   bool receiverStep(CreditReturn& credits, InOrderWindow& arrived, FlushSchedule& flush, uint32_t& received);
@@ -214,6 +216,31 @@ void IbConnection::toReadyToSend(const ConnInfo& remote) {
                      IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
                          IBV_QP_MAX_QP_RD_ATOMIC);
     if (rc) raise(weftSystemError, "NET/IB: QP to RTS on %s failed: %s", where().c_str(), std::strerror(rc));
+  }
+}
+
+// A collective completes once its last slot is posted, so a communicator
+// can be destroyed while that slot still waits for a credit or for its
+// write to complete: let the proxy finish what was posted as long as the
+// receiver keeps taking it (the peer's collective may still need it).
+void IbConnection::drainOnDestroy() {
+  constexpr int64_t kStallMs = 2000;  // a receiver that takes nothing for this long is not draining
+  const FifoHeader* hdr = end_.hdr;
+  const uint32_t posted = hdr->posted.load(std::memory_order_acquire);
+  uint32_t done = hdr->consumed.load(std::memory_order_acquire);
+  Deadline stall = Deadline::after(kStallMs);
+  while (done != posted && !end_.failed() && !(abortFlag_ && abortFlag_->load(std::memory_order_acquire))) {
+    ring(&proxyBell_);
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+    uint32_t now = hdr->consumed.load(std::memory_order_acquire);
+    if (now != done) {
+      done = now;
+      stall = Deadline::after(kStallMs);
+    } else if (stall.passed()) {
+      WEFT_WARN("NET/IB: %s: destroyed with %u posted slot(s) the receiver did not take within %ld ms",
+                where().c_str(), posted - done, static_cast<long>(kStallMs));
+      return;
+    }
   }
 }
 
