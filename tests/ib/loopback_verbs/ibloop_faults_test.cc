@@ -1,0 +1,164 @@
+// Faults injected by the loopback verbs provider under weft's IB transport,
+// ranks as processes: each must end in a clear error within a bound (never
+// a hang, never a wrong result), or, where the fault leaves another way,
+// in correct results over it.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "ibloop_env.h"
+#include "tests/process/process_ranks.h"
+
+namespace weft::test {
+namespace {
+
+IbloopProcessEnv ibloopEnv;
+
+constexpr int kOk = 0, kInitFailed = 2, kCallFailed = 10, kWrongResult = 11, kVanished = 43;
+constexpr size_t kCount = 20011;  // many 8 KiB slots per call
+// Calls per run; set by a test before the ranks fork (they inherit it).
+int gIters = 60;
+
+// AllReduce kIters times, every result checked.
+int allReduceLoop(int rank, int n, const weftUniqueId& id) {
+  weftComm_t comm = nullptr;
+  weftResult_t rc = weftCommInitRank(&comm, n, id, rank);
+  if (rc != weftSuccess) {
+    fprintf(stderr, "rank %d: init: %s: %s\n", rank, weftGetErrorString(rc), weftGetLastError(nullptr));
+    return kInitFailed;
+  }
+  std::vector<float> send(kCount), recv(kCount);
+  int code = kOk;
+  for (int it = 0; it < gIters && code == kOk; ++it) {
+    for (size_t i = 0; i < kCount; ++i) send[i] = float((i * 7 + size_t(it) * 13 + size_t(rank)) % 1024);
+    rc = weftAllReduce(send.data(), recv.data(), kCount, weftFloat32, weftSum, comm, nullptr);
+    if (rc != weftSuccess) {
+      fprintf(stderr, "rank %d: AllReduce %d: %s: %s\n", rank, it, weftGetErrorString(rc), weftGetLastError(comm));
+      code = kCallFailed;
+      break;
+    }
+    for (size_t i = 0; i < kCount; ++i) {
+      float want = 0;
+      for (int r = 0; r < n; ++r) want += float((i * 7 + size_t(it) * 13 + size_t(r)) % 1024);
+      if (recv[i] != want) {
+        fprintf(stderr, "rank %d: AllReduce %d: element %zu is %g, expected %g\n", rank, it, i, recv[i], want);
+        code = kWrongResult;
+        break;
+      }
+    }
+  }
+  if (code == kCallFailed) weftCommAbort(comm);
+  else weftCommDestroy(comm);
+  return code;
+}
+
+struct FaultRun {
+  ProcessRunResult result;
+  std::string log;
+};
+
+// n ranks; rankEnv(rank) adds variables for that rank.
+FaultRun runWith(int n, const std::function<std::map<std::string, std::string>(int)>& rankEnv, int iters = 60) {
+  gIters = iters;
+  ProcessRunOptions opt;
+  opt.deadlineMs = 40000;  // far past every bound below: reaching it is a hang
+  opt.env = [&rankEnv](int rank) {
+    ChildEnv e;
+    e.vars["WEFT_BUFFSIZE"] = "65536";
+    e.vars["WEFT_TIMEOUT_MS"] = "8000";
+    e.vars["LOOPBACK_VERBS_DEVICES"] = "lbv0:1:IB";
+    e.vars["LOOPBACK_VERBS_FAULTS"] = "";
+    e.vars["WEFT_IB_QPS_PER_CONNECTION"] = "2";
+    for (auto& [k, v] : rankEnv(rank)) e.vars[k] = v;
+    return e;
+  };
+  const long logStart = logFileEnd();
+  FaultRun out;
+  out.result = runRankProcesses(n, [n](int rank, const weftUniqueId& id) { return allReduceLoop(rank, n, id); }, opt);
+  out.log = logTextSince(logStart);
+  return out;
+}
+
+// Every rank ended (no hang), none saw a wrong result, each with a code in
+// `allowed`, within `boundMs`.
+void expectBoundedErrors(const FaultRun& f, const std::vector<std::vector<int>>& allowed, int64_t boundMs) {
+  const ProcessRunResult& r = f.result;
+  EXPECT_FALSE(r.timedOut) << r.failures();
+  EXPECT_LT(r.elapsedMs, boundMs);
+  for (size_t rank = 0; rank < r.children.size(); ++rank) {
+    const ChildOutcome& c = r.children[rank];
+    ASSERT_FALSE(c.signaled) << "rank " << rank << " signal " << c.signal;
+    EXPECT_NE(c.exitCode, kWrongResult) << "rank " << rank;
+    bool ok = false;
+    for (int a : allowed[rank]) ok = ok || c.exitCode == a;
+    EXPECT_TRUE(ok) << "rank " << rank << " exit code " << c.exitCode;
+  }
+}
+
+std::map<std::string, std::string> on(int rank, int faulty, const std::string& faults) {
+  if (rank != faulty) return {};
+  return {{"LOOPBACK_VERBS_FAULTS", faults}};
+}
+
+TEST(IbloopFaults, ErrorCompletionWithChosenStatus) {
+  FaultRun f = runWith(2, [](int r) { return on(r, 1, "wc_status=retry,wc_after=40"); });
+  expectBoundedErrors(f, {{kCallFailed}, {kCallFailed}}, 20000);
+  EXPECT_NE(f.log.find("work completion error on lbv0:1"), std::string::npos) << f.log;
+  EXPECT_NE(f.log.find("transport retry counter exceeded (status 12"), std::string::npos) << f.log;
+}
+
+TEST(IbloopFaults, RemoteAccessErrorStatus) {
+  FaultRun f = runWith(2, [](int r) { return on(r, 0, "wc_status=access,wc_after=25"); });
+  expectBoundedErrors(f, {{kCallFailed}, {kCallFailed}}, 20000);
+  EXPECT_NE(f.log.find("remote access error (status 10"), std::string::npos) << f.log;
+  EXPECT_NE(f.log.find("the peer's registered memory is gone"), std::string::npos) << f.log;
+}
+
+TEST(IbloopFaults, QpMovedToError) {
+  FaultRun f = runWith(2, [](int r) { return on(r, 1, "qp_error_after=30"); });
+  expectBoundedErrors(f, {{kCallFailed}, {kCallFailed}}, 20000);
+  EXPECT_NE(f.log.find("Work Request Flushed Error (status 5"), std::string::npos) << f.log;
+}
+
+TEST(IbloopFaults, PortGoesDown) {
+  // Enough calls to outlast the fault by far: finishing them all fails the bound.
+  FaultRun f = runWith(2, [](int r) { return on(r, 1, "port_down_after_ms=200"); }, 100000);
+  expectBoundedErrors(f, {{kCallFailed}, {kCallFailed}}, 20000);
+  EXPECT_NE(f.log.find("status 12"), std::string::npos) << f.log;
+}
+
+TEST(IbloopFaults, PeerVanishes) {
+  FaultRun f = runWith(3, [](int r) { return on(r, 2, "exit_after=50"); });
+  expectBoundedErrors(f, {{kCallFailed}, {kCallFailed}, {kVanished}}, 25000);
+}
+
+// Slow and shuffled completions are no error: the results stay right.
+TEST(IbloopFaults, DelayedReorderedCompletionsStayCorrect) {
+  FaultRun f = runWith(3, [](int r) {
+    return std::map<std::string, std::string>{{"LOOPBACK_VERBS_FAULTS", "delay_us=500,reorder=1,seed=" + std::to_string(r)},
+                                              {"WEFT_IB_QPS_PER_CONNECTION", "4"}};
+  });
+  EXPECT_EQ(f.result.failures(), "");
+}
+
+// A port that is down from the start: IB is not usable, and the ranks fall
+// back to sockets (or, when WEFT_NET forces IB, fail init saying why).
+TEST(IbloopFaults, PortDownAtStartFallsBackToSockets) {
+  FaultRun f = runWith(2, [](int) {
+    return std::map<std::string, std::string>{{"LOOPBACK_VERBS_DEVICES", "lbv0:1:IB-down"}, {"WEFT_NET", ""}};
+  });
+  EXPECT_EQ(f.result.failures(), "");
+  EXPECT_NE(f.log.find("via NET/Socket"), std::string::npos) << f.log;
+  EXPECT_NE(f.log.find("port down (lbv0:1 DOWN"), std::string::npos) << f.log;
+}
+
+TEST(IbloopFaults, PortDownAtStartWithIbForcedFailsInit) {
+  FaultRun f = runWith(2, [](int) { return std::map<std::string, std::string>{{"LOOPBACK_VERBS_DEVICES", "lbv0:1:IB-down"}}; });
+  expectBoundedErrors(f, {{kInitFailed}, {kInitFailed}}, 20000);
+}
+
+}  // namespace
+}  // namespace weft::test
