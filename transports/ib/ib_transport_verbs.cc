@@ -175,6 +175,15 @@ std::string ibUnusableReason() {
 
 std::unique_ptr<Transport> makeIbTransport() { return std::make_unique<IbTransport>(); }
 
+ib::LinkLayer ibRankLinkLayer(int rank) {
+  try {
+    Choice c = choose();
+    return c.decision.useIb ? portFor(c, rank).port.linkLayer : ib::LinkLayer::Unknown;
+  } catch (const Error&) {
+    return ib::LinkLayer::Unknown;
+  }
+}
+
 ib::GdrDecision ibDeviceGdr(int rank, int cudaDev, const NicDistanceFn& distance) {
   const ib::GdrSettings settings = ib::readGdrSettings();
   Choice c = choose();

@@ -160,5 +160,18 @@ TEST(IbloopFaults, PortDownAtStartWithIbForcedFailsInit) {
   expectBoundedErrors(f, {{kInitFailed}, {kInitFailed}}, 20000);
 }
 
+// One rank on an IB port, the other on RoCE: they cannot reach each other
+// over verbs, so the pair uses sockets (agreed at init from both ranks'
+// facts) rather than failing at connect.
+TEST(IbloopFaults, MixedLinkLayersFallBackToSockets) {
+  FaultRun f = runWith(2, [](int r) {
+    return std::map<std::string, std::string>{{"LOOPBACK_VERBS_DEVICES", r == 0 ? "lbv0:1:IB" : "lbv0:1:RoCE"},
+                                              {"WEFT_NET", ""}};
+  });
+  EXPECT_EQ(f.result.failures(), "");
+  EXPECT_NE(f.log.find("via NET/Socket"), std::string::npos) << f.log;
+  EXPECT_NE(f.log.find("IB link layers differ (IB here, RoCE on rank 1)"), std::string::npos) << f.log;
+}
+
 }  // namespace
 }  // namespace weft::test
