@@ -4,6 +4,9 @@
 // in correct results over it.
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -21,6 +24,9 @@ constexpr int kOk = 0, kInitFailed = 2, kCallFailed = 10, kWrongResult = 11, kVa
 constexpr size_t kCount = 20011;  // many 8 KiB slots per call
 // Calls per run; set by a test before the ranks fork (they inherit it).
 int gIters = 60;
+// Set by a test: after the first call, fork a child that exits at once
+// (as a data-loader worker or a subprocess would).
+bool gForkAfterFirstCall = false;
 
 // AllReduce kIters times, every result checked.
 int allReduceLoop(int rank, int n, const weftUniqueId& id) {
@@ -49,6 +55,11 @@ int allReduceLoop(int rank, int n, const weftUniqueId& id) {
         break;
       }
     }
+    if (it == 0 && gForkAfterFirstCall) {
+      pid_t child = fork();
+      if (child == 0) _exit(0);
+      if (child > 0) waitpid(child, nullptr, 0);
+    }
   }
   if (code == kCallFailed) weftCommAbort(comm);
   else weftCommDestroy(comm);
@@ -61,8 +72,10 @@ struct FaultRun {
 };
 
 // n ranks; rankEnv(rank) adds variables for that rank.
-FaultRun runWith(int n, const std::function<std::map<std::string, std::string>(int)>& rankEnv, int iters = 60) {
+FaultRun runWith(int n, const std::function<std::map<std::string, std::string>(int)>& rankEnv, int iters = 60,
+                 bool forkAfterFirstCall = false) {
   gIters = iters;
+  gForkAfterFirstCall = forkAfterFirstCall;
   ProcessRunOptions opt;
   opt.deadlineMs = 40000;  // far past every bound below: reaching it is a hang
   opt.env = [&rankEnv](int rank) {
@@ -171,6 +184,33 @@ TEST(IbloopFaults, MixedLinkLayersFallBackToSockets) {
   EXPECT_EQ(f.result.failures(), "");
   EXPECT_NE(f.log.find("via NET/Socket"), std::string::npos) << f.log;
   EXPECT_NE(f.log.find("IB link layers differ (IB here, RoCE on rank 1)"), std::string::npos) << f.log;
+}
+
+// A fork() after init: weft turned fork support on before registering
+// anything, so the parent's registered pages stay its own and the calls go
+// on correctly.
+TEST(IbloopFaults, ForkAfterInitKeepsTransfersCorrect) {
+  FaultRun f = runWith(2, [](int) { return std::map<std::string, std::string>{}; }, 20, true);
+  EXPECT_EQ(f.result.failures(), "");
+  EXPECT_NE(f.log.find("fork support enabled (ibv_fork_init)"), std::string::npos) << f.log;
+}
+
+// Where the kernel copies pinned pages at fork, nothing needs doing.
+TEST(IbloopFaults, ForkSupportSkippedWhereUnneeded) {
+  FaultRun f = runWith(2, [](int) { return std::map<std::string, std::string>{{"LOOPBACK_VERBS_FAULTS", "fork=unneeded"}}; },
+                       20, true);
+  EXPECT_EQ(f.result.failures(), "");
+  EXPECT_NE(f.log.find("fork support not needed"), std::string::npos) << f.log;
+}
+
+// What the protection prevents, shown with it turned off: the provider
+// models the stale pages, the calls stall and end in a clear timeout error.
+TEST(IbloopFaults, ForkWithoutSupportIsCaughtNotSilent) {
+  FaultRun f = runWith(2, [](int) {
+    return std::map<std::string, std::string>{{"RDMAV_FORK_SAFE", "0"}, {"WEFT_TIMEOUT_MS", "3000"}};
+  }, 20, true);
+  expectBoundedErrors(f, {{kCallFailed}, {kCallFailed}}, 20000);
+  EXPECT_NE(f.log.find("fork support off (RDMAV_FORK_SAFE=0)"), std::string::npos) << f.log;
 }
 
 }  // namespace
