@@ -13,6 +13,7 @@
 #include "src/util/clock.h"
 #include "src/util/error.h"
 #include "src/util/log.h"
+#include "transports/ib/async_events.h"
 #include "transports/ib/conn_info.h"
 #include "transports/ib/credits.h"
 #include "transports/ib/fifo_memory.h"
@@ -34,18 +35,6 @@ constexpr size_t kFlushLandingWord = 64;
 
 ibv_mtu minMtu(uint8_t a, uint8_t b) { return static_cast<ibv_mtu>(a < b ? a : b); }
 
-const char* completionHint(ibv_wc_status s) {
-  switch (s) {
-    case IBV_WC_RETRY_EXC_ERR:
-      return "the peer is unreachable or the fabric drops packets (check the link, WEFT_IB_GID_INDEX, "
-             "WEFT_IB_TC, and PFC/ECN on RoCE switches)";
-    case IBV_WC_RNR_RETRY_EXC_ERR: return "the peer stopped posting receives (its process hung or exited?)";
-    case IBV_WC_REM_ACCESS_ERR: return "the peer's registered memory is gone (peer exited or aborted?)";
-    case IBV_WC_WR_FLUSH_ERR: return "the queue pair was already in error";
-    default: return "see the HCA vendor's documentation for this status";
-  }
-}
-
 class IbConnection : public Connection {
  public:
   IbConnection(ConnectContext& ctx, int peer, bool isSender, const IbPortChoice& choice, const IbConfig& cfg,
@@ -63,6 +52,7 @@ class IbConnection : public Connection {
 
   ~IbConnection() override {
     if (isSender_ && proxy_.joinable()) drainOnDestroy();
+    if (dev_ && dev_->events) dev_->events->unwatch(this);
     stop_.store(true, std::memory_order_release);
     ring(&proxyBell_);
     if (proxy_.joinable()) proxy_.join();
@@ -154,6 +144,7 @@ void IbConnection::createQueues(uint32_t nSlots) {
   if (wantsGpuSlots()) cqe += 2;  // the flush read in flight
   cq_ = v->createCq(dev_->ctx, cqe, nullptr, nullptr, 0);
   if (!cq_) raise(weftSystemError, "NET/IB: ibv_create_cq(%d) on %s failed: %s", cqe, where().c_str(), std::strerror(errno));
+  if (dev_->events) dev_->events->watchCq(this, cq_, [this](const std::string& m) { failAsync(m, false); });
   for (int q = 0; q < nQps; ++q) {
     ibv_qp_init_attr init{};
     init.send_cq = cq_;
@@ -166,6 +157,7 @@ void IbConnection::createQueues(uint32_t nSlots) {
     ibv_qp* qp = v->createQp(dev_->pd, &init);
     if (!qp) raise(weftSystemError, "NET/IB: ibv_create_qp on %s failed: %s", where().c_str(), std::strerror(errno));
     qps_.push_back(qp);
+    if (dev_->events) dev_->events->watchQp(this, qp->qp_num, [this](const std::string& m) { failAsync(m, false); });
     ibv_qp_attr a{};
     a.qp_state = IBV_QPS_INIT;
     a.pkey_index = 0;
@@ -417,11 +409,14 @@ void IbConnection::failAsync(const std::string& msg, bool logged) {
 
 void IbConnection::completionError(const ibv_wc& wc) {
   const Verbs* v = dev_->v;
-  char buf[512];
+  // A port event seen before (port down) is the likeliest cause.
+  const std::string port = dev_->events ? dev_->events->portNote(choice_.port.port) : "";
+  char buf[640];
   std::snprintf(buf, sizeof buf,
-                "NET/IB: work completion error on %s%s: %s (status %d, vendor error 0x%x, QP %u): %s",
+                "NET/IB: work completion error on %s%s: %s (status %d, vendor error 0x%x, QP %u): %s%s%s",
                 where().c_str(), wc.wr_id == kFlushWrId ? " (GPU flush read)" : "", v->wcStatusStr(wc.status),
-                static_cast<int>(wc.status), wc.vendor_err, wc.qp_num, completionHint(wc.status));
+                static_cast<int>(wc.status), wc.vendor_err, wc.qp_num, completionHint(wc.status),
+                port.empty() ? "" : "; ", port.c_str());
   raise(weftRemoteError, "%s", buf);
 }
 

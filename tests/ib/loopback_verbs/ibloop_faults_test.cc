@@ -133,6 +133,9 @@ TEST(IbloopFaults, RemoteAccessErrorStatus) {
 TEST(IbloopFaults, QpMovedToError) {
   FaultRun f = runWith(2, [](int r) { return on(r, 1, "qp_error_after=30"); });
   expectBoundedErrors(f, {{kCallFailed}, {kCallFailed}}, 20000);
+  // The async event names the QP at once; its flushed requests follow.
+  EXPECT_NE(f.log.find("NET/IB: lbv0 reports local work queue catastrophic error (1) on QP"), std::string::npos)
+      << f.log;
   EXPECT_NE(f.log.find("Work Request Flushed Error (status 5"), std::string::npos) << f.log;
 }
 
@@ -140,7 +143,10 @@ TEST(IbloopFaults, PortGoesDown) {
   // Enough calls to outlast the fault by far: finishing them all fails the bound.
   FaultRun f = runWith(2, [](int r) { return on(r, 1, "port_down_after_ms=200"); }, 100000);
   expectBoundedErrors(f, {{kCallFailed}, {kCallFailed}}, 20000);
-  EXPECT_NE(f.log.find("status 12"), std::string::npos) << f.log;
+  EXPECT_NE(f.log.find("NET/IB: lbv0:1 reports port error (10)"), std::string::npos) << f.log;
+  // The faulty rank's completion error names the likely cause.
+  EXPECT_NE(f.log.find("transport retry counter exceeded (status 12"), std::string::npos) << f.log;
+  EXPECT_NE(f.log.find("; lbv0:1 reported port error"), std::string::npos) << f.log;
 }
 
 TEST(IbloopFaults, PeerVanishes) {
