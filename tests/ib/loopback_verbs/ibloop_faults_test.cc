@@ -221,5 +221,34 @@ TEST(IbloopFaults, ForkWithoutSupportIsCaughtNotSilent) {
   EXPECT_NE(f.log.find("fork support off (RDMAV_FORK_SAFE=0)"), std::string::npos) << f.log;
 }
 
+// Ranks that leave at different times: the one that stays must not get an
+// error from the one that left (its last credit write, say, meeting a QP
+// already destroyed).
+TEST(IbloopFaults, StaggeredDestroyLeavesNoSpuriousError) {
+  ProcessRunOptions opt;
+  opt.deadlineMs = 40000;
+  opt.env = [](int) {
+    ChildEnv e;
+    e.vars["WEFT_BUFFSIZE"] = "65536";
+    e.vars["LOOPBACK_VERBS_FAULTS"] = "";
+    return e;
+  };
+  ProcessRunResult r = runRankProcesses(2, [](int rank, const weftUniqueId& id) {
+    weftComm_t comm = nullptr;
+    if (weftCommInitRank(&comm, 2, id, rank) != weftSuccess) return kInitFailed;
+    std::vector<float> buf(kCount, 1.0f);
+    for (int it = 0; it < 20; ++it)
+      if (weftAllReduce(buf.data(), buf.data(), kCount, weftFloat32, weftSum, comm, nullptr) != weftSuccess)
+        return kCallFailed;
+    if (rank == 1) usleep(2000 * 1000);  // well past the retry time (about 0.5 s)
+    weftResult_t async = weftSuccess;
+    weftCommGetAsyncError(comm, &async);
+    if (async != weftSuccess) fprintf(stderr, "rank %d: async error: %s\n", rank, weftGetLastError(comm));
+    weftCommDestroy(comm);
+    return async == weftSuccess ? kOk : kCallFailed;
+  }, opt);
+  EXPECT_EQ(r.failures(), "");
+}
+
 }  // namespace
 }  // namespace weft::test
