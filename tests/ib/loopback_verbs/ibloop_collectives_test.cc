@@ -58,19 +58,23 @@ struct Setup {
   const char* devices;  // LOOPBACK_VERBS_DEVICES
   int qps;              // WEFT_IB_QPS_PER_CONNECTION
   const char* faults;   // LOOPBACK_VERBS_FAULTS: only timing changes here
+  const char* buffsize = "65536";  // WEFT_BUFFSIZE
 };
 const Setup kSetups[] = {
     {"OneQp", "lbv0:1:IB", 1, ""},
     {"FourQpsTwoPorts", "lbv0:2:IB", 4, ""},
     {"RoCE", "lbv0:1:RoCE,lbv1:1:RoCE", 2, ""},
     {"DelayedReorderedCompletions", "lbv0:1:IB", 3, "delay_us=300,reorder=1,seed=7"},
+    // The most QPs a connection may have, default-size slots (512 KiB).
+    {"SixteenQpsDefaultSlots", "lbv0:1:IB", 16, "", nullptr},
 };
 
 void applySetup(const Setup& s) {
   setenv("LOOPBACK_VERBS_DEVICES", s.devices, 1);
   setenv("WEFT_IB_QPS_PER_CONNECTION", std::to_string(s.qps).c_str(), 1);
   setenv("LOOPBACK_VERBS_FAULTS", s.faults, 1);
-  setenv("WEFT_BUFFSIZE", "65536", 1);
+  if (s.buffsize) setenv("WEFT_BUFFSIZE", s.buffsize, 1);
+  else unsetenv("WEFT_BUFFSIZE");
   setenv("WEFT_TIMEOUT_MS", "30000", 1);
 }
 
@@ -109,7 +113,8 @@ TEST_P(IbloopThreads, EveryCollectiveChecked) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Ibloop, IbloopThreads,
-                         ::testing::Values(Case{2, 0}, Case{3, 0}, Case{4, 1}, Case{3, 2}, Case{4, 3}), caseName);
+                         ::testing::Values(Case{2, 0}, Case{3, 0}, Case{4, 1}, Case{3, 2}, Case{4, 3}, Case{3, 4}),
+                         caseName);
 
 int runScenarios(int rank, int n, const weftUniqueId& id) {
   weftComm_t comm = nullptr;
@@ -151,7 +156,8 @@ TEST_P(IbloopProcesses, EveryCollectiveChecked) {
   EXPECT_EQ(log.find("via NET/Socket"), std::string::npos) << log;
 }
 
-INSTANTIATE_TEST_SUITE_P(Ibloop, IbloopProcesses, ::testing::Values(Case{2, 0}, Case{4, 1}, Case{3, 3}), caseName);
+INSTANTIATE_TEST_SUITE_P(Ibloop, IbloopProcesses, ::testing::Values(Case{2, 0}, Case{4, 1}, Case{3, 3}, Case{3, 2}),
+                         caseName);
 
 }  // namespace
 }  // namespace weft::test

@@ -164,6 +164,8 @@ struct Qp {
   RecvWqe curRecv;
   bool haveRecv = false;
   uint64_t unreachableSinceNs = 0;
+  uint64_t peerCheckedNs = 0;
+  bool peerAlive = true;
   uint64_t rnrSinceNs = 0;
 };
 

@@ -56,7 +56,13 @@ bool reachable(Process& p, Qp* q) {
   }
   QpShared* r = q->peer;
   if (!r || r->destroyed.load() || r->portDown.load() || r->psnRefused.load()) return false;
-  if (kill(r->pid, 0) != 0 && errno == ESRCH) return false;
+  // Whether the owner still lives: a system call, so not at every pass.
+  const uint64_t now = nowNs();
+  if (now - q->peerCheckedNs > 5000000ull) {
+    q->peerAlive = !(kill(r->pid, 0) != 0 && errno == ESRCH);
+    q->peerCheckedNs = now;
+  }
+  if (!q->peerAlive) return false;
   uint32_t st = r->state.load();
   if (st != IBV_QPS_RTR && st != IBV_QPS_RTS) return false;
   if (r->remoteQpn.load() != q->qp.qp_num) return false;
