@@ -19,123 +19,11 @@
 #include "transports/ib/fifo_memory.h"
 #include "transports/ib/flush_schedule.h"
 #include "transports/ib/gdr_decision.h"
+#include "transports/ib/ib_connection_impl.h"
 #include "transports/ib/ib_device.h"
 #include "transports/ib/verbs_loader.h"
 
 namespace weft::ib {
-
-namespace {
-
-constexpr size_t kPage = 4096;
-constexpr uint32_t kMaxCreditWrites = 4;  // unacknowledged credit writes per connection
-constexpr uint32_t kReadyWord = 0x52454459;  // "REDY"
-constexpr int kPollBatch = 16;
-// Where in the credit page a GPU flush read lands (past the credit words).
-constexpr size_t kFlushLandingWord = 64;
-
-ibv_mtu minMtu(uint8_t a, uint8_t b) { return static_cast<ibv_mtu>(a < b ? a : b); }
-
-class IbConnection : public Connection {
- public:
-  IbConnection(ConnectContext& ctx, int peer, bool isSender, const IbPortChoice& choice, const IbConfig& cfg,
-               const DevicePlacement* device)
-      : rank_(ctx.rank),
-        peer_(peer),
-        peerHost_(ctx.peer(peer).hostname),
-        isSender_(isSender),
-        choice_(choice),
-        cfg_(cfg),
-        abortFlag_(ctx.abortFlag),
-        onAsyncError_(ctx.onAsyncError) {
-    if (device) device_ = *device;
-  }
-
-  ~IbConnection() override {
-    if (isSender_ && proxy_.joinable()) drainOnDestroy();
-    if (dev_ && dev_->events) dev_->events->unwatch(this);
-    stop_.store(true, std::memory_order_release);
-    ring(&proxyBell_);
-    if (proxy_.joinable()) proxy_.join();
-    const Verbs* v = dev_ ? dev_->v : nullptr;
-    flushQp_.reset();
-    for (ibv_qp* qp : qps_) v->destroyQp(qp);
-    if (cq_) v->destroyCq(cq_);
-    fifo_.reset();
-    if (creditMr_.handle) dev_->hostMrs->release(creditMr_);
-    std::free(creditMem_);
-  }
-
-  FifoEnd fifo() const override { return end_; }
-  std::string describe() const override {
-    return "NET/IB/" + choice_.port.dev + ":" + std::to_string(choice_.port.port) + "/" +
-           linkLayerName(choice_.port.linkLayer) +
-           (cfg_.qpsPerConnection > 1 ? "/" + std::to_string(qps_.size()) + "QPs" : "") + gdrSuffix();
-  }
-
-  void connect(ConnectContext& ctx, uint64_t tag);
-
- private:
-  std::string where() const {
-    return choice_.port.dev + ":" + std::to_string(choice_.port.port) + (isSender_ ? " to" : " from") + " rank " +
-           std::to_string(peer_) + " (" + peerHost_ + ")";
-  }
-  std::string gdrSuffix() const {
-    if (!fifo_) return "";
-    if (fifo_->mode() == GdrMode::DmaBuf) return "/GDR-dmabuf";
-    if (fifo_->mode() == GdrMode::PeerMem) return "/GDR-peermem";
-    return "";
-  }
-  bool wantsGpuSlots() const { return device_ && device_->gdr.mode != GdrMode::Staged; }
-  struct PortState {
-    uint8_t num = 0;
-    ibv_port_attr attr{};
-    ibv_gid gid{};
-  };
-  PortState openPort();
-  ConnInfo localInfo(const PortState& port, const FifoGeometry& g) const;
-  ConnInfo exchangeInfo(ConnectContext& ctx, uint64_t tag, const ConnInfo& mine);
-  void createQueues(uint32_t nSlots);
-  void placeSlots(uint32_t nSlots, uint64_t slotBytes, const LoopbackAddress& self);
-  void postFlush(FlushSchedule& flush);
-  void toReadyToSend(const ConnInfo& remote);
-  void postRecv(size_t qpIndex);
-  void drainOnDestroy();
-  void proxyMain();
-  bool senderStep(CreditWindow& credits, InOrderWindow& done, uint32_t& sent);
-  bool receiverStep(CreditReturn& credits, InOrderWindow& arrived, FlushSchedule& flush, uint32_t& received);
-  void completionError(const ibv_wc& wc);
-  // Marks the FIFO failed (both executors stop waiting) and reports the
-  // communicator's async error. `logged`: raise() already printed msg.
-  void failAsync(const std::string& msg, bool logged);
-
-  int rank_, peer_;
-  std::string peerHost_;
-  bool isSender_;
-  IbPortChoice choice_;
-  IbConfig cfg_;
-  const std::atomic<bool>* abortFlag_;
-  std::function<void(weftResult_t, const std::string&)> onAsyncError_;
-
-  std::optional<DevicePlacement> device_;  // set for device-buffer traffic
-
-  std::shared_ptr<IbDevice> dev_;
-  ibv_cq* cq_ = nullptr;
-  std::vector<ibv_qp*> qps_;
-  uint32_t psn_ = 0;
-  std::unique_ptr<IbFifoMemory> fifo_;
-  std::unique_ptr<FlushQp> flushQp_;  // receiver with GPU slots, flush on
-  // Sender: word 0 receives the peer's consumed counter. Receiver: a ring of
-  // source words for the credit writes (each stays unchanged while its
-  // write is in flight).
-  uint64_t* creditMem_ = nullptr;
-  MrKeys creditMr_;
-  uint32_t creditWrites_ = 0;
-  ConnInfo remote_;
-  FifoEnd end_;
-  Doorbell proxyBell_;
-  std::atomic<bool> stop_{false};
-  std::thread proxy_;
-};
 
 void IbConnection::createQueues(uint32_t nSlots) {
   const Verbs* v = dev_->v;
@@ -208,31 +96,6 @@ void IbConnection::toReadyToSend(const ConnInfo& remote) {
                      IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
                          IBV_QP_MAX_QP_RD_ATOMIC);
     if (rc) raise(weftSystemError, "NET/IB: QP to RTS on %s failed: %s", where().c_str(), std::strerror(rc));
-  }
-}
-
-// A collective completes once its last slot is posted, so a communicator
-// can be destroyed while that slot still waits for a credit or for its
-// write to complete: let the proxy finish what was posted as long as the
-// receiver keeps taking it (the peer's collective may still need it).
-void IbConnection::drainOnDestroy() {
-  constexpr int64_t kStallMs = 2000;  // a receiver that takes nothing for this long is not draining
-  const FifoHeader* hdr = end_.hdr;
-  const uint32_t posted = hdr->posted.load(std::memory_order_acquire);
-  uint32_t done = hdr->consumed.load(std::memory_order_acquire);
-  Deadline stall = Deadline::after(kStallMs);
-  while (done != posted && !end_.failed() && !(abortFlag_ && abortFlag_->load(std::memory_order_acquire))) {
-    ring(&proxyBell_);
-    std::this_thread::sleep_for(std::chrono::microseconds(100));
-    uint32_t now = hdr->consumed.load(std::memory_order_acquire);
-    if (now != done) {
-      done = now;
-      stall = Deadline::after(kStallMs);
-    } else if (stall.passed()) {
-      WEFT_WARN("NET/IB: %s: destroyed with %u posted slot(s) the receiver did not take within %ld ms",
-                where().c_str(), posted - done, static_cast<long>(kStallMs));
-      return;
-    }
   }
 }
 
@@ -322,7 +185,7 @@ void IbConnection::connect(ConnectContext& ctx, uint64_t tag) {
   const PortState port = openPort();
   const uint32_t nSlots = ctx.geometry.nSlots;
   const uint64_t slotBytes = ctx.geometry.slotBytes;
-  if (slotBytes > kImmMaxBytes)
+  if (slotBytes >= kImmMaxBytes)
     raise(weftInvalidArgument, "NET/IB: slots of %lu bytes exceed the %lu an immediate can describe",
           static_cast<unsigned long>(slotBytes), static_cast<unsigned long>(kImmMaxBytes));
   createQueues(nSlots);
@@ -457,6 +320,7 @@ bool IbConnection::senderStep(CreditWindow& credits, InOrderWindow& done, uint32
   int n = ibv_poll_cq(cq_, kPollBatch, wcs);
   if (n < 0) raise(weftSystemError, "NET/IB: ibv_poll_cq on %s failed", where().c_str());
   for (int i = 0; i < n; ++i) {
+    if (takeCloseCompletion(wcs[i])) continue;
     if (wcs[i].status != IBV_WC_SUCCESS) completionError(wcs[i]);
     done.mark(static_cast<uint32_t>(wcs[i].wr_id), 0);
   }
@@ -484,7 +348,14 @@ bool IbConnection::receiverStep(CreditReturn& credits, InOrderWindow& arrived, F
   if (n < 0) raise(weftSystemError, "NET/IB: ibv_poll_cq on %s failed", where().c_str());
   for (int i = 0; i < n; ++i) {
     const ibv_wc& wc = wcs[i];
-    if (wc.status != IBV_WC_SUCCESS) completionError(wc);
+    if (takeCloseCompletion(wc)) continue;
+    if (wc.status != IBV_WC_SUCCESS) {
+      if (peerClosed_.load(std::memory_order_relaxed)) {
+        afterPeerClosed(wc);
+        continue;
+      }
+      completionError(wc);
+    }
     if (wc.wr_id == kFlushWrId) {
       flush.readDone();
       progressed = true;
@@ -496,6 +367,11 @@ bool IbConnection::receiverStep(CreditReturn& credits, InOrderWindow& arrived, F
     }
     if (wc.opcode != IBV_WC_RECV_RDMA_WITH_IMM || !(wc.wc_flags & IBV_WC_WITH_IMM))
       raise(weftRemoteError, "NET/IB: %s: unexpected completion opcode %d", where().c_str(), static_cast<int>(wc.opcode));
+    if (ntohl(wc.imm_data) == kCloseImm) {
+      // The sender left, after all its data: no more credits to return.
+      peerClosed_.store(true, std::memory_order_release);
+      continue;
+    }
     ImmData d = decodeImm(ntohl(wc.imm_data));
     if (d.bytes != wc.byte_len || d.bytes > end_.hdr->slotBytes)
       raise(weftRemoteError, "NET/IB: %s: slot %u announced %u bytes, %u arrived (slots hold %lu)", where().c_str(),
@@ -511,7 +387,9 @@ bool IbConnection::receiverStep(CreditReturn& credits, InOrderWindow& arrived, F
   while (auto bytes = flush.take()) end_.post(*bytes);
 
   uint32_t consumed = end_.hdr->consumed.load(std::memory_order_acquire);
-  if (auto value = credits.due(consumed)) {
+  std::optional<uint32_t> value;
+  if (!peerClosed_.load(std::memory_order_relaxed)) value = credits.due(consumed);
+  if (value) {
     uint64_t* src = &creditMem_[creditWrites_ % (kMaxCreditWrites + 1)];
     *src = *value;
     ibv_sge sge{};
@@ -556,6 +434,10 @@ void IbConnection::proxyMain() {
     while (!stop_.load(std::memory_order_acquire)) {
       if (abortFlag_ && abortFlag_->load(std::memory_order_acquire)) break;
       uint32_t seen = proxyBell_.seq.load(std::memory_order_acquire);
+      if (!closePosted_ && closeRequested_.load(std::memory_order_acquire)) {
+        closePosted_ = true;
+        postGoodbye();
+      }
       bool progressed =
           isSender_ ? senderStep(credits, order, sent) : receiverStep(returns, order, flush, received);
       if (progressed) {
@@ -570,8 +452,6 @@ void IbConnection::proxyMain() {
     failAsync(std::string("NET/IB: proxy for ") + where() + " failed: " + e.what(), false);
   }
 }
-
-}  // namespace
 
 std::unique_ptr<Connection> connectIb(ConnectContext& ctx, int peer, uint64_t tag, bool isSender,
                                       const IbPortChoice& choice, const IbConfig& cfg,

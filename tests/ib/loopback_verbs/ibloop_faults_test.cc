@@ -250,5 +250,36 @@ TEST(IbloopFaults, StaggeredDestroyLeavesNoSpuriousError) {
   EXPECT_EQ(r.failures(), "");
 }
 
+// The root of a broadcast is done once its writes landed and may leave at
+// once; a receiver that takes the data later returns its credit to a QP
+// that no longer exists. That must not become an error on the receiver.
+TEST(IbloopFaults, LateReceiverAfterRootLeftGetsNoError) {
+  ProcessRunOptions opt;
+  opt.deadlineMs = 40000;
+  opt.env = [](int) {
+    ChildEnv e;
+    e.vars["WEFT_BUFFSIZE"] = "65536";
+    e.vars["LOOPBACK_VERBS_FAULTS"] = "";
+    return e;
+  };
+  ProcessRunResult r = runRankProcesses(2, [](int rank, const weftUniqueId& id) {
+    weftComm_t comm = nullptr;
+    if (weftCommInitRank(&comm, 2, id, rank) != weftSuccess) return kInitFailed;
+    std::vector<float> buf(64, rank == 0 ? 3.0f : 0.0f);
+    // A first call makes the connections.
+    if (weftBroadcast(buf.data(), buf.data(), buf.size(), weftFloat32, 0, comm, nullptr) != weftSuccess) return kCallFailed;
+    if (rank == 1) usleep(300 * 1000);  // the root leaves meanwhile
+    if (weftBroadcast(buf.data(), buf.data(), buf.size(), weftFloat32, 0, comm, nullptr) != weftSuccess) return kCallFailed;
+    if (buf[0] != 3.0f) return kWrongResult;
+    if (rank == 1) usleep(1500 * 1000);  // past the retry time (about 0.5 s)
+    weftResult_t async = weftSuccess;
+    weftCommGetAsyncError(comm, &async);
+    if (async != weftSuccess) fprintf(stderr, "rank %d: async error: %s\n", rank, weftGetLastError(comm));
+    weftCommDestroy(comm);
+    return async == weftSuccess ? kOk : kCallFailed;
+  }, opt);
+  EXPECT_EQ(r.failures(), "");
+}
+
 }  // namespace
 }  // namespace weft::test
