@@ -178,6 +178,12 @@ ConnInfo IbConnection::exchangeInfo(ConnectContext& ctx, uint64_t tag, const Con
   if (remote.linkLayer != mine.linkLayer)
     raise(weftInvalidUsage, "NET/IB: %s: link layers differ (%s here, the peer's is code %u)", where().c_str(),
           linkLayerName(choice_.port.linkLayer), remote.linkLayer);
+  if (choice_.port.linkLayer == LinkLayer::Ethernet) {
+    const std::string why = roceGidMismatch(mine.gid, remote.gid);
+    if (!why.empty())
+      raise(weftInvalidUsage, "NET/IB: %s: RoCE GIDs cannot reach each other: %s (set WEFT_IB_GID_INDEX so that both "
+            "ends use the same kind)", where().c_str(), why.c_str());
+  }
   return remote;
 }
 

@@ -221,6 +221,19 @@ TEST(IbloopFaults, ForkWithoutSupportIsCaughtNotSilent) {
   EXPECT_NE(f.log.find("fork support off (RDMAV_FORK_SAFE=0)"), std::string::npos) << f.log;
 }
 
+// RoCE ends that picked GIDs of different address families (an IPv4-mapped
+// one here, a link-local IPv6 one there) cannot reach each other: a clear
+// error when they connect, not status 12 after the whole retry time.
+TEST(IbloopFaults, RoceGidFamiliesDifferIsAClearErrorAtConnect) {
+  FaultRun f = runWith(2, [](int r) {
+    return std::map<std::string, std::string>{{"LOOPBACK_VERBS_DEVICES", "lbv0:1:RoCE"},
+                                              {"WEFT_IB_GID_INDEX", r == 0 ? "1" : "0"}};
+  });
+  expectBoundedErrors(f, {{kInitFailed, kCallFailed}, {kInitFailed, kCallFailed}}, 20000);
+  EXPECT_NE(f.log.find("RoCE GIDs cannot reach each other: address families differ"), std::string::npos) << f.log;
+  EXPECT_EQ(f.log.find("status 12"), std::string::npos) << f.log;
+}
+
 // Ranks that leave at different times: the one that stays must not get an
 // error from the one that left (its last credit write, say, meeting a QP
 // already destroyed).

@@ -70,6 +70,11 @@ bool reachable(Process& p, Qp* q) {
   if (r->linkLayer == IBV_LINK_LAYER_ETHERNET || q->ah.is_global) {
     const uint8_t* dgid = q->ah.grh.dgid.raw;
     if (std::memcmp(dgid, r->gids[0], 16) != 0 && std::memcmp(dgid, r->gids[1], 16) != 0) return false;
+    // RoCE v2 routes by IP: an IPv4-mapped source cannot reach an IPv6
+    // destination, nor the reverse.
+    auto v4 = [](const uint8_t* g) { return g[10] == 0xff && g[11] == 0xff && g[0] == 0 && g[9] == 0; };
+    const uint8_t* sgid = q->self->gids[q->ah.grh.sgid_index < 2 ? q->ah.grh.sgid_index : 0];
+    if (v4(sgid) != v4(dgid)) return false;
   } else if (q->ah.dlid != r->lid) {
     return false;
   }
