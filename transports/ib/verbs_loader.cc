@@ -59,6 +59,7 @@ VerbsLoad loadVerbsFrom(const std::string& name) {
   bind(lib, "ibv_ack_async_event", v.ackAsyncEvent, nullptr);
   bind(lib, "ibv_event_type_str", v.eventTypeStr, nullptr);
   bind(lib, "ibv_fork_init", v.forkInit, nullptr);
+  bind(lib, "_ibv_query_gid_ex", v.queryGidEx, nullptr);
   bind(lib, "ibv_is_fork_initialized", v.isForkInitialized, nullptr);
   if (!missing.empty()) {
     l.why = name + " lacks " + missing;

@@ -44,6 +44,10 @@ struct Verbs {
   void (*ackAsyncEvent)(ibv_async_event* event) = nullptr;
   const char* (*eventTypeStr)(ibv_event_type type) = nullptr;
   int (*forkInit)() = nullptr;
+  // Optional (rdma-core >= 32): a GID with its type, without sysfs (which
+  // many containers cannot read).
+  int (*queryGidEx)(ibv_context* ctx, uint32_t port, uint32_t index, ibv_gid_entry* entry, uint32_t flags,
+                    size_t entrySize) = nullptr;
   ibv_fork_status (*isForkInitialized)() = nullptr;
 };
 

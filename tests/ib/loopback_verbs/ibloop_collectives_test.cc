@@ -110,6 +110,10 @@ TEST_P(IbloopThreads, EveryCollectiveChecked) {
   EXPECT_NE(log.find("via NET/IB/lbv"), std::string::npos) << log;
   EXPECT_EQ(log.find("via NET/Socket"), std::string::npos) << log;
   if (kSetups[c.setup].qps > 1) EXPECT_NE(log.find("QPs"), std::string::npos) << log;
+  // RoCE: the GID type comes from ibv_query_gid_ex (no sysfs for these
+  // devices), so the automatic choice takes the v2 IPv4-mapped entry.
+  if (std::string(kSetups[c.setup].devices).find("RoCE") != std::string::npos)
+    EXPECT_NE(log.find("GID auto: RoCE v2 IPv4-mapped, index 1"), std::string::npos) << log;
 }
 
 INSTANTIATE_TEST_SUITE_P(Ibloop, IbloopThreads,

@@ -193,6 +193,21 @@ int ibv_query_gid(ibv_context* ch, uint8_t port, int index, ibv_gid* gid) {
   return 0;
 }
 
+// RoCE GIDs are v2 (as on current NICs), IB ones type IB.
+int _ibv_query_gid_ex(ibv_context* ch, uint32_t port, uint32_t index, ibv_gid_entry* e, uint32_t flags, size_t size) {
+  if (!ch || !e || flags || size < sizeof(ibv_gid_entry)) return EINVAL;
+  Context* c = ctxOf(ch);
+  if (port < 1 || port > static_cast<uint32_t>(portCount(c))) return EINVAL;
+  bool roce = proc().devs[c->devIndex].ports[port - 1].linkLayer == IBV_LINK_LAYER_ETHERNET;
+  if (index >= (roce ? 2u : 1u)) return ENODATA;
+  std::memset(e, 0, sizeof *e);
+  gidOf(c->devIndex, static_cast<int>(port), static_cast<int>(index), e->gid.raw);
+  e->gid_index = index;
+  e->port_num = port;
+  e->gid_type = roce ? IBV_GID_TYPE_ROCE_V2 : IBV_GID_TYPE_IB;
+  return 0;
+}
+
 ibv_pd* ibv_alloc_pd(ibv_context* ch) {
   auto* pd = new ibv_pd{};
   pd->context = ch;
