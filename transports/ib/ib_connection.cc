@@ -324,7 +324,9 @@ bool IbConnection::senderStep(CreditWindow& credits, InOrderWindow& done, uint32
 
   ibv_wc wcs[kPollBatch];
   int n = ibv_poll_cq(cq_, kPollBatch, wcs);
-  if (n < 0) raise(weftSystemError, "NET/IB: ibv_poll_cq on %s failed", where().c_str());
+  if (n < 0)
+    raise(weftSystemError, "NET/IB: ibv_poll_cq on %s failed: the completion queue overran or the HCA failed",
+          where().c_str());
   for (int i = 0; i < n; ++i) {
     if (takeCloseCompletion(wcs[i])) continue;
     if (wcs[i].status != IBV_WC_SUCCESS) completionError(wcs[i]);
@@ -351,7 +353,9 @@ bool IbConnection::receiverStep(CreditReturn& credits, InOrderWindow& arrived, F
   bool progressed = false;
   ibv_wc wcs[kPollBatch];
   int n = ibv_poll_cq(cq_, kPollBatch, wcs);
-  if (n < 0) raise(weftSystemError, "NET/IB: ibv_poll_cq on %s failed", where().c_str());
+  if (n < 0)
+    raise(weftSystemError, "NET/IB: ibv_poll_cq on %s failed: the completion queue overran or the HCA failed",
+          where().c_str());
   for (int i = 0; i < n; ++i) {
     const ibv_wc& wc = wcs[i];
     if (takeCloseCompletion(wc)) continue;

@@ -140,6 +140,15 @@ TEST(IbloopFaults, QpMovedToError) {
   EXPECT_TRUE(event || flushed) << f.log;
 }
 
+// A completion queue that overruns (here: one far smaller than weft asked
+// for) is a CQ error event and a failing poll; the connection fails at
+// once, saying so (whichever of the two it sees first).
+TEST(IbloopFaults, CompletionQueueOverrun) {
+  FaultRun f = runWith(2, [](int r) { return on(r, 1, "cq_cap=2,delay_us=2000"); });
+  expectBoundedErrors(f, {{kCallFailed}, {kCallFailed}}, 20000);
+  EXPECT_NE(f.log.find("completion queue overr"), std::string::npos) << f.log;
+}
+
 TEST(IbloopFaults, PortGoesDown) {
   // Enough calls to outlast the fault by far: finishing them all fails the bound.
   // On both ranks (one port, as on one switch): each rank's first error

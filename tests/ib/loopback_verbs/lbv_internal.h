@@ -80,6 +80,7 @@ struct Faults {
   int portDownPort = 1;     // of the first device
   long delayUs = 0;         // completions visible after a random delay up to this
   bool reorder = false;     // completions of different QPs returned in random order
+  long cqCap = 0;           // > 0: every CQ holds at most this many entries (overrun)
   long retryMs = 1000;      // cap on the retry-exceeded time (real: 4.096us * 2^timeout * (retry+1))
   int forkStatus = IBV_FORK_DISABLED;  // what ibv_is_fork_initialized answers before ibv_fork_init
   uint64_t seed = 1;

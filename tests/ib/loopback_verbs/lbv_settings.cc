@@ -84,6 +84,7 @@ Faults parseFaults(const char* spec) {
     else if (k == "delay_us") f.delayUs = n;
     else if (k == "reorder") f.reorder = n != 0;
     else if (k == "retry_ms") f.retryMs = n;
+    else if (k == "cq_cap") f.cqCap = n;
     else if (k == "fork") f.forkStatus = v == "unneeded" ? IBV_FORK_UNNEEDED : IBV_FORK_DISABLED;
     else if (k == "seed") f.seed = static_cast<uint64_t>(n);
   }

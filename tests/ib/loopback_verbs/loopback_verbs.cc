@@ -263,6 +263,7 @@ ibv_cq* ibv_create_cq(ibv_context* ch, int cqe, void* cqContext, ibv_comp_channe
   c->cq.cq_context = cqContext;
   c->cq.cqe = cqe;
   c->cap = static_cast<size_t>(cqe);
+  if (proc().faults.cqCap > 0 && proc().faults.cqCap < cqe) c->cap = static_cast<size_t>(proc().faults.cqCap);
   return &c->cq;
 }
 
