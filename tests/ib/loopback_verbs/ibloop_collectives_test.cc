@@ -120,6 +120,41 @@ INSTANTIATE_TEST_SUITE_P(Ibloop, IbloopThreads,
                          ::testing::Values(Case{2, 0}, Case{3, 0}, Case{4, 1}, Case{3, 2}, Case{4, 3}, Case{3, 4}),
                          caseName);
 
+// In this binary rather than with the process faults: those fork ranks
+// from a process that has not loaded the provider yet (fork state, devices).
+constexpr size_t kFaultCount = 20011;
+// Thread ranks share one process, so a fault there hits every rank's
+// connections at once: each call must still end in an error, in bounds.
+TEST(IbloopThreadFaults, ErrorCompletionEndsEveryRankInBounds) {
+  setenv("LOOPBACK_VERBS_DEVICES", "lbv0:1:IB", 1);
+  setenv("LOOPBACK_VERBS_FAULTS", "wc_status=retry,wc_after=100", 1);
+  setenv("WEFT_BUFFSIZE", "65536", 1);
+  // The ranks whose own connections did not fail learn of it by their
+  // timeout (no process ends to tell them).
+  setenv("WEFT_TIMEOUT_MS", "3000", 1);
+  const int64_t start = nowMs();
+  std::vector<int> codes(3, -1);
+  {
+    ThreadRanks ranks(3);
+    ASSERT_EQ(ranks.status(), weftSuccess);
+    ranks.run([&](int r) {
+      std::vector<float> send(kFaultCount, float(r + 1)), recv(kFaultCount);
+      codes[r] = 0;
+      for (int it = 0; it < 200 && codes[r] == 0; ++it) {
+        if (weftAllReduce(send.data(), recv.data(), kFaultCount, weftFloat32, weftSum, ranks.comm(r), nullptr) !=
+            weftSuccess)
+          codes[r] = 10;
+        else if (recv[kFaultCount - 1] != 6.0f)
+          codes[r] = 11;
+      }
+      return std::string();
+    });
+  }  // destroys the communicators: bounded too
+  setenv("LOOPBACK_VERBS_FAULTS", "", 1);
+  for (int r = 0; r < 3; ++r) EXPECT_EQ(codes[r], 10) << "rank " << r;
+  EXPECT_LT(nowMs() - start, 25000);
+}
+
 int runScenarios(int rank, int n, const weftUniqueId& id) {
   weftComm_t comm = nullptr;
   weftResult_t rc = weftCommInitRank(&comm, n, id, rank);

@@ -183,6 +183,7 @@ struct Context {
 struct Process {
   std::mutex mu;  // qps, mrs, contexts
   std::vector<DevConf> devs;
+  std::string devSpec;  // the LOOPBACK_VERBS_DEVICES they were made from
   std::vector<ibv_device> ibdevs;
   std::vector<ibv_device*> devList;
   Faults faults;

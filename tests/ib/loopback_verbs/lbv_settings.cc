@@ -102,8 +102,16 @@ void loadSettings(Process& p) {
   p.completions.store(0);
   p.portDown.store(false);
   p.startNs = nowNs();
-  if (p.devList.empty()) {  // devices are fixed once handed out: contexts point at them
+  const char* spec = std::getenv("LOOPBACK_VERBS_DEVICES");
+  const std::string specText = spec ? spec : "";
+  if (p.contexts.empty() && (p.devList.empty() || specText != p.devSpec)) {
+    // No context points at the devices: they may change (tests, and a
+    // child after fork()). Their storage stays where it is.
+    p.devSpec = specText;
+    p.devList.clear();
+    p.ibdevs.reserve(64);
     p.devs = parseDevices(std::getenv("LOOPBACK_VERBS_DEVICES"));
+    if (p.devs.size() > 64) p.devs.resize(64);
     p.ibdevs.resize(p.devs.size());
     for (size_t i = 0; i < p.devs.size(); ++i) {
       ibv_device& d = p.ibdevs[i];
