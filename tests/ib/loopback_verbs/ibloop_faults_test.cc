@@ -243,6 +243,15 @@ TEST(IbloopFaults, RoceGidFamiliesDifferIsAClearErrorAtConnect) {
   EXPECT_EQ(f.log.find("status 12"), std::string::npos) << f.log;
 }
 
+// A setting that must agree and does not: a clear error at connect.
+TEST(IbloopFaults, QpCountsDifferIsAClearErrorAtConnect) {
+  FaultRun f = runWith(2, [](int r) {
+    return std::map<std::string, std::string>{{"WEFT_IB_QPS_PER_CONNECTION", r == 0 ? "2" : "3"}};
+  });
+  expectBoundedErrors(f, {{kInitFailed, kCallFailed}, {kInitFailed, kCallFailed}}, 20000);
+  EXPECT_NE(f.log.find("WEFT_IB_QPS_PER_CONNECTION differs (2 here, 3 on the peer)"), std::string::npos) << f.log;
+}
+
 // Ranks that leave at different times: the one that stays must not get an
 // error from the one that left (its last credit write, say, meeting a QP
 // already destroyed).
