@@ -116,3 +116,13 @@ TEST(IbGid, InfiniBandUsesIndexZero) {
   EXPECT_EQ(c.index, 0);
   EXPECT_FALSE(selectGid({{0, Gid{}, GidType::IbRoceV1}}, false, -1).ok);
 }
+
+TEST(RoceGidMismatch, AddressFamiliesMustAgree) {
+  EXPECT_EQ(roceGidMismatch(ipv4Mapped(10, 0, 0, 1), ipv4Mapped(10, 0, 0, 2)), "");
+  EXPECT_EQ(roceGidMismatch(globalV6(), linkLocal(3)), "");
+  std::string why = roceGidMismatch(ipv4Mapped(10, 0, 0, 1), linkLocal(3));
+  EXPECT_NE(why.find("address families differ: IPv4 GID ::ffff:10.0.0.1 here, IPv6 GID fe80"), std::string::npos)
+      << why;
+  EXPECT_NE(roceGidMismatch(linkLocal(3), ipv4Mapped(10, 0, 0, 1)), "");
+  EXPECT_EQ(roceGidMismatch(linkLocal(3), Gid{}), "the peer's GID is all zeros");
+}

@@ -59,3 +59,45 @@ TEST(GdrProbe, NoVerbsAtAllMeansNoDmaBuf) {
   EXPECT_EQ(f.nic, "mlx5_0:1");
   EXPECT_EQ(decideGdr(GdrSettings{}, f).reason, "no CUDA device on this rank");
 }
+
+namespace fork_fakes {
+ibv_fork_status status = IBV_FORK_DISABLED;
+int initCalls = 0;
+int initResult = 0;
+ibv_fork_status isInitialized() { return status; }
+int init() {
+  ++initCalls;
+  return initResult;
+}
+}  // namespace fork_fakes
+
+// Fork support: asked first, turned on only where it is off and needed,
+// and never against RDMAV_FORK_SAFE=0.
+TEST(VerbsLoader, ForkSupportDecision) {
+  using namespace fork_fakes;
+  Verbs v;
+  std::string line;
+  EXPECT_EQ(prepareFork(v, nullptr, &line), ForkSupport::Unknown);
+  v.isForkInitialized = isInitialized;
+  v.forkInit = init;
+  status = IBV_FORK_UNNEEDED;
+  EXPECT_EQ(prepareFork(v, nullptr, &line), ForkSupport::Unneeded);
+  status = IBV_FORK_ENABLED;
+  EXPECT_EQ(prepareFork(v, "1", &line), ForkSupport::AlreadyOn);
+  EXPECT_EQ(initCalls, 0);
+  status = IBV_FORK_DISABLED;
+  EXPECT_EQ(prepareFork(v, "0", &line), ForkSupport::Off);
+  EXPECT_EQ(initCalls, 0);
+  EXPECT_EQ(prepareFork(v, nullptr, &line), ForkSupport::Enabled);
+  EXPECT_EQ(initCalls, 1);
+  initResult = 12;  // ENOMEM
+  EXPECT_EQ(prepareFork(v, nullptr, &line), ForkSupport::Failed);
+  EXPECT_NE(line.find("ibv_fork_init failed"), std::string::npos) << line;
+}
+
+TEST(VerbsLoader, OptionalAsyncAndForkEntryPointsMayBeAbsent) {
+  VerbsLoad l = loadVerbsFrom(FAKE_VERBS_DMABUF);
+  ASSERT_TRUE(l.ok) << l.why;
+  EXPECT_EQ(l.verbs.getAsyncEvent, nullptr);
+  EXPECT_EQ(l.verbs.forkInit, nullptr);
+}

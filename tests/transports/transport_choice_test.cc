@@ -24,6 +24,7 @@ struct Pair {
   std::string net;               // WEFT_NET
   bool selfIb = false, peerIb = false;
   std::string selfIbProblem;     // why this rank has no usable IB
+  ib::LinkLayer selfLink = ib::LinkLayer::Unknown, peerLink = ib::LinkLayer::Unknown;
   int peer = -1;
   topo::PeerTopoKind topoKind = topo::PeerTopoKind::Unknown;
 };
@@ -40,7 +41,7 @@ Chosen choose(const Pair& p) {
   c.choice = chooseTransport(list, p.net, [&](size_t i, std::string* why) {
     const std::string name = list[i].name;
     if (name == "SHM") return shmCanJoin(p.shmDisabled, p.sameHost, p.topoKind, why);
-    if (name == "IB") return ib::ibCanJoin(p.selfIb, p.selfIbProblem, p.peerIb, p.peer, why);
+    if (name == "IB") return ib::ibCanJoin(p.selfIb, p.selfIbProblem, p.peerIb, p.peer, why, p.selfLink, p.peerLink);
     EXPECT_EQ(name, "Socket");
     return true;
   });
@@ -92,6 +93,26 @@ TEST(TransportChoice, ShmDisabledGoesToNetwork) {
   c = choose(p);
   EXPECT_EQ(c.transport, "IB");
   EXPECT_EQ(c.choice.why, "WEFT_SHM_DISABLE=1, IB on both ends");
+}
+
+// An IB port cannot reach a RoCE port: the pair takes sockets (both ends
+// see the same two facts, so they agree), or fails init clearly when
+// WEFT_NET forces IB, instead of failing at connect.
+TEST(TransportChoice, IbLinkLayersMustAgree) {
+  Pair p;
+  p.peer = 2;
+  p.selfIb = p.peerIb = true;
+  p.selfLink = ib::LinkLayer::InfiniBand;
+  p.peerLink = ib::LinkLayer::Ethernet;
+  Chosen c = choose(p);
+  EXPECT_EQ(c.transport, "Socket");
+  EXPECT_EQ(c.choice.why, "hosts differ, IB link layers differ (IB here, RoCE on rank 2)");
+  p.net = "IB";
+  c = choose(p);
+  EXPECT_TRUE(c.choice.impossible);
+  p.net = "";
+  p.peerLink = ib::LinkLayer::InfiniBand;
+  EXPECT_EQ(choose(p).transport, "IB");
 }
 
 TEST(TransportChoice, DifferentHosts) {

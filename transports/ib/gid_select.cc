@@ -126,4 +126,13 @@ GidChoice selectGid(const std::vector<GidEntry>& table, bool ethernet, int force
   return c;
 }
 
+std::string roceGidMismatch(const Gid& local, const Gid& remote) {
+  if (gidIsZero(remote)) return "the peer's GID is all zeros";
+  if (gidIsIpv4Mapped(local) != gidIsIpv4Mapped(remote))
+    return std::string("address families differ: ") + (gidIsIpv4Mapped(local) ? "IPv4" : "IPv6") + " GID " +
+           formatGid(local) + " here, " + (gidIsIpv4Mapped(remote) ? "IPv4" : "IPv6") + " GID " + formatGid(remote) +
+           " on the peer";
+  return "";
+}
+
 }  // namespace weft::ib

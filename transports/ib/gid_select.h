@@ -48,4 +48,10 @@ std::string formatGid(const Gid& g);  // "fe80:0000:...", or "::ffff:10.0.0.1"
 // Auto on InfiniBand takes index 0 when non-zero.
 GidChoice selectGid(const std::vector<GidEntry>& table, bool ethernet, int forcedIndex);
 
+// RoCE only: why two ends' GIDs cannot reach each other, "" when they may.
+// An IPv4-mapped GID and an IPv6 one are different address families (RoCE
+// v2 routes them as IPv4 and IPv6 packets): without this check the pair
+// fails with status 12 after the full retry time instead of at connect.
+std::string roceGidMismatch(const Gid& local, const Gid& remote);
+
 }  // namespace weft::ib

@@ -13,137 +13,17 @@
 #include "src/util/clock.h"
 #include "src/util/error.h"
 #include "src/util/log.h"
+#include "transports/ib/async_events.h"
 #include "transports/ib/conn_info.h"
 #include "transports/ib/credits.h"
 #include "transports/ib/fifo_memory.h"
 #include "transports/ib/flush_schedule.h"
 #include "transports/ib/gdr_decision.h"
+#include "transports/ib/ib_connection_impl.h"
 #include "transports/ib/ib_device.h"
 #include "transports/ib/verbs_loader.h"
 
 namespace weft::ib {
-
-namespace {
-
-constexpr size_t kPage = 4096;
-constexpr uint32_t kMaxCreditWrites = 4;  // unacknowledged credit writes per connection
-constexpr uint32_t kReadyWord = 0x52454459;  // "REDY"
-constexpr int kPollBatch = 16;
-// Where in the credit page a GPU flush read lands (past the credit words).
-constexpr size_t kFlushLandingWord = 64;
-
-ibv_mtu minMtu(uint8_t a, uint8_t b) { return static_cast<ibv_mtu>(a < b ? a : b); }
-
-const char* completionHint(ibv_wc_status s) {
-  switch (s) {
-    case IBV_WC_RETRY_EXC_ERR:
-      return "the peer is unreachable or the fabric drops packets (check the link, WEFT_IB_GID_INDEX, "
-             "WEFT_IB_TC, and PFC/ECN on RoCE switches)";
-    case IBV_WC_RNR_RETRY_EXC_ERR: return "the peer stopped posting receives (its process hung or exited?)";
-    case IBV_WC_REM_ACCESS_ERR: return "the peer's registered memory is gone (peer exited or aborted?)";
-    case IBV_WC_WR_FLUSH_ERR: return "the queue pair was already in error";
-    default: return "see the HCA vendor's documentation for this status";
-  }
-}
-
-class IbConnection : public Connection {
- public:
-  IbConnection(ConnectContext& ctx, int peer, bool isSender, const IbPortChoice& choice, const IbConfig& cfg,
-               const DevicePlacement* device)
-      : rank_(ctx.rank),
-        peer_(peer),
-        peerHost_(ctx.peer(peer).hostname),
-        isSender_(isSender),
-        choice_(choice),
-        cfg_(cfg),
-        abortFlag_(ctx.abortFlag),
-        onAsyncError_(ctx.onAsyncError) {
-    if (device) device_ = *device;
-  }
-
-  ~IbConnection() override {
-    stop_.store(true, std::memory_order_release);
-    ring(&proxyBell_);
-    if (proxy_.joinable()) proxy_.join();
-    const Verbs* v = dev_ ? dev_->v : nullptr;
-    flushQp_.reset();
-    for (ibv_qp* qp : qps_) v->destroyQp(qp);
-    if (cq_) v->destroyCq(cq_);
-    fifo_.reset();
-    if (creditMr_.handle) dev_->hostMrs->release(creditMr_);
-    std::free(creditMem_);
-  }
-
-  FifoEnd fifo() const override { return end_; }
-  std::string describe() const override {
-    return "NET/IB/" + choice_.port.dev + ":" + std::to_string(choice_.port.port) + "/" +
-           linkLayerName(choice_.port.linkLayer) +
-           (cfg_.qpsPerConnection > 1 ? "/" + std::to_string(qps_.size()) + "QPs" : "") + gdrSuffix();
-  }
-
-  void connect(ConnectContext& ctx, uint64_t tag);
-
- private:
-  std::string where() const {
-    return choice_.port.dev + ":" + std::to_string(choice_.port.port) + (isSender_ ? " to" : " from") + " rank " +
-           std::to_string(peer_) + " (" + peerHost_ + ")";
-  }
-  std::string gdrSuffix() const {
-    if (!fifo_) return "";
-    if (fifo_->mode() == GdrMode::DmaBuf) return "/GDR-dmabuf";
-    if (fifo_->mode() == GdrMode::PeerMem) return "/GDR-peermem";
-    return "";
-  }
-  bool wantsGpuSlots() const { return device_ && device_->gdr.mode != GdrMode::Staged; }
-  struct PortState {
-    uint8_t num = 0;
-    ibv_port_attr attr{};
-    ibv_gid gid{};
-  };
-  PortState openPort();
-  ConnInfo localInfo(const PortState& port, const FifoGeometry& g) const;
-  ConnInfo exchangeInfo(ConnectContext& ctx, uint64_t tag, const ConnInfo& mine);
-  void createQueues(uint32_t nSlots);
-  void placeSlots(uint32_t nSlots, uint64_t slotBytes, const LoopbackAddress& self);
-  void postFlush(FlushSchedule& flush);
-  void toReadyToSend(const ConnInfo& remote);
-  void postRecv(size_t qpIndex);
-  void proxyMain();
-  bool senderStep(CreditWindow& credits, InOrderWindow& done, uint32_t& sent);
-  bool receiverStep(CreditReturn& credits, InOrderWindow& arrived, FlushSchedule& flush, uint32_t& received);
-  void completionError(const ibv_wc& wc);
-  // Marks the FIFO failed (both executors stop waiting) and reports the
-  // communicator's async error. `logged`: raise() already printed msg.
-  void failAsync(const std::string& msg, bool logged);
-
-  int rank_, peer_;
-  std::string peerHost_;
-  bool isSender_;
-  IbPortChoice choice_;
-  IbConfig cfg_;
-  const std::atomic<bool>* abortFlag_;
-  std::function<void(weftResult_t, const std::string&)> onAsyncError_;
-
-  std::optional<DevicePlacement> device_;  // set for device-buffer traffic
-
-  std::shared_ptr<IbDevice> dev_;
-  ibv_cq* cq_ = nullptr;
-  std::vector<ibv_qp*> qps_;
-  uint32_t psn_ = 0;
-  std::unique_ptr<IbFifoMemory> fifo_;
-  std::unique_ptr<FlushQp> flushQp_;  // receiver with GPU slots, flush on
-  // Sender: word 0 receives the peer's consumed counter. Receiver: a ring of
-  // source words for the credit writes (each stays unchanged while its
-  // write is in flight).
-  uint64_t* creditMem_ = nullptr;
-  MrKeys creditMr_;
-  uint32_t creditWrites_ = 0;
-  ConnInfo remote_;
-  FifoEnd end_;
-  Doorbell proxyBell_;
-  std::atomic<bool> stop_{false};
-  std::thread proxy_;
-};
 
 void IbConnection::createQueues(uint32_t nSlots) {
   const Verbs* v = dev_->v;
@@ -152,6 +32,7 @@ void IbConnection::createQueues(uint32_t nSlots) {
   if (wantsGpuSlots()) cqe += 2;  // the flush read in flight
   cq_ = v->createCq(dev_->ctx, cqe, nullptr, nullptr, 0);
   if (!cq_) raise(weftSystemError, "NET/IB: ibv_create_cq(%d) on %s failed: %s", cqe, where().c_str(), std::strerror(errno));
+  if (dev_->events) dev_->events->watchCq(this, cq_, [this](const std::string& m) { failAsync(m, false); });
   for (int q = 0; q < nQps; ++q) {
     ibv_qp_init_attr init{};
     init.send_cq = cq_;
@@ -164,6 +45,7 @@ void IbConnection::createQueues(uint32_t nSlots) {
     ibv_qp* qp = v->createQp(dev_->pd, &init);
     if (!qp) raise(weftSystemError, "NET/IB: ibv_create_qp on %s failed: %s", where().c_str(), std::strerror(errno));
     qps_.push_back(qp);
+    if (dev_->events) dev_->events->watchQp(this, qp->qp_num, [this](const std::string& m) { failAsync(m, false); });
     ibv_qp_attr a{};
     a.qp_state = IBV_QPS_INIT;
     a.pkey_index = 0;
@@ -296,6 +178,12 @@ ConnInfo IbConnection::exchangeInfo(ConnectContext& ctx, uint64_t tag, const Con
   if (remote.linkLayer != mine.linkLayer)
     raise(weftInvalidUsage, "NET/IB: %s: link layers differ (%s here, the peer's is code %u)", where().c_str(),
           linkLayerName(choice_.port.linkLayer), remote.linkLayer);
+  if (choice_.port.linkLayer == LinkLayer::Ethernet) {
+    const std::string why = roceGidMismatch(mine.gid, remote.gid);
+    if (!why.empty())
+      raise(weftInvalidUsage, "NET/IB: %s: RoCE GIDs cannot reach each other: %s (set WEFT_IB_GID_INDEX so that both "
+            "ends use the same kind)", where().c_str(), why.c_str());
+  }
   return remote;
 }
 
@@ -303,7 +191,7 @@ void IbConnection::connect(ConnectContext& ctx, uint64_t tag) {
   const PortState port = openPort();
   const uint32_t nSlots = ctx.geometry.nSlots;
   const uint64_t slotBytes = ctx.geometry.slotBytes;
-  if (slotBytes > kImmMaxBytes)
+  if (slotBytes >= kImmMaxBytes)
     raise(weftInvalidArgument, "NET/IB: slots of %lu bytes exceed the %lu an immediate can describe",
           static_cast<unsigned long>(slotBytes), static_cast<unsigned long>(kImmMaxBytes));
   createQueues(nSlots);
@@ -390,11 +278,14 @@ void IbConnection::failAsync(const std::string& msg, bool logged) {
 
 void IbConnection::completionError(const ibv_wc& wc) {
   const Verbs* v = dev_->v;
-  char buf[512];
+  // A port event seen before (port down) is the likeliest cause.
+  const std::string port = dev_->events ? dev_->events->portNote(choice_.port.port) : "";
+  char buf[640];
   std::snprintf(buf, sizeof buf,
-                "NET/IB: work completion error on %s%s: %s (status %d, vendor error 0x%x, QP %u): %s",
+                "NET/IB: work completion error on %s%s: %s (status %d, vendor error 0x%x, QP %u): %s%s%s",
                 where().c_str(), wc.wr_id == kFlushWrId ? " (GPU flush read)" : "", v->wcStatusStr(wc.status),
-                static_cast<int>(wc.status), wc.vendor_err, wc.qp_num, completionHint(wc.status));
+                static_cast<int>(wc.status), wc.vendor_err, wc.qp_num, completionHint(wc.status),
+                port.empty() ? "" : "; ", port.c_str());
   raise(weftRemoteError, "%s", buf);
 }
 
@@ -433,8 +324,11 @@ bool IbConnection::senderStep(CreditWindow& credits, InOrderWindow& done, uint32
 
   ibv_wc wcs[kPollBatch];
   int n = ibv_poll_cq(cq_, kPollBatch, wcs);
-  if (n < 0) raise(weftSystemError, "NET/IB: ibv_poll_cq on %s failed", where().c_str());
+  if (n < 0)
+    raise(weftSystemError, "NET/IB: ibv_poll_cq on %s failed: the completion queue overran or the HCA failed",
+          where().c_str());
   for (int i = 0; i < n; ++i) {
+    if (takeCloseCompletion(wcs[i])) continue;
     if (wcs[i].status != IBV_WC_SUCCESS) completionError(wcs[i]);
     done.mark(static_cast<uint32_t>(wcs[i].wr_id), 0);
   }
@@ -459,10 +353,19 @@ bool IbConnection::receiverStep(CreditReturn& credits, InOrderWindow& arrived, F
   bool progressed = false;
   ibv_wc wcs[kPollBatch];
   int n = ibv_poll_cq(cq_, kPollBatch, wcs);
-  if (n < 0) raise(weftSystemError, "NET/IB: ibv_poll_cq on %s failed", where().c_str());
+  if (n < 0)
+    raise(weftSystemError, "NET/IB: ibv_poll_cq on %s failed: the completion queue overran or the HCA failed",
+          where().c_str());
   for (int i = 0; i < n; ++i) {
     const ibv_wc& wc = wcs[i];
-    if (wc.status != IBV_WC_SUCCESS) completionError(wc);
+    if (takeCloseCompletion(wc)) continue;
+    if (wc.status != IBV_WC_SUCCESS) {
+      if (peerClosed_.load(std::memory_order_relaxed)) {
+        afterPeerClosed(wc);
+        continue;
+      }
+      completionError(wc);
+    }
     if (wc.wr_id == kFlushWrId) {
       flush.readDone();
       progressed = true;
@@ -474,6 +377,11 @@ bool IbConnection::receiverStep(CreditReturn& credits, InOrderWindow& arrived, F
     }
     if (wc.opcode != IBV_WC_RECV_RDMA_WITH_IMM || !(wc.wc_flags & IBV_WC_WITH_IMM))
       raise(weftRemoteError, "NET/IB: %s: unexpected completion opcode %d", where().c_str(), static_cast<int>(wc.opcode));
+    if (ntohl(wc.imm_data) == kCloseImm) {
+      // The sender left, after all its data: no more credits to return.
+      peerClosed_.store(true, std::memory_order_release);
+      continue;
+    }
     ImmData d = decodeImm(ntohl(wc.imm_data));
     if (d.bytes != wc.byte_len || d.bytes > end_.hdr->slotBytes)
       raise(weftRemoteError, "NET/IB: %s: slot %u announced %u bytes, %u arrived (slots hold %lu)", where().c_str(),
@@ -489,7 +397,9 @@ bool IbConnection::receiverStep(CreditReturn& credits, InOrderWindow& arrived, F
   while (auto bytes = flush.take()) end_.post(*bytes);
 
   uint32_t consumed = end_.hdr->consumed.load(std::memory_order_acquire);
-  if (auto value = credits.due(consumed)) {
+  std::optional<uint32_t> value;
+  if (!peerClosed_.load(std::memory_order_relaxed)) value = credits.due(consumed);
+  if (value) {
     uint64_t* src = &creditMem_[creditWrites_ % (kMaxCreditWrites + 1)];
     *src = *value;
     ibv_sge sge{};
@@ -534,6 +444,10 @@ void IbConnection::proxyMain() {
     while (!stop_.load(std::memory_order_acquire)) {
       if (abortFlag_ && abortFlag_->load(std::memory_order_acquire)) break;
       uint32_t seen = proxyBell_.seq.load(std::memory_order_acquire);
+      if (!closePosted_ && closeRequested_.load(std::memory_order_acquire)) {
+        closePosted_ = true;
+        postGoodbye();
+      }
       bool progressed =
           isSender_ ? senderStep(credits, order, sent) : receiverStep(returns, order, flush, received);
       if (progressed) {
@@ -548,8 +462,6 @@ void IbConnection::proxyMain() {
     failAsync(std::string("NET/IB: proxy for ") + where() + " failed: " + e.what(), false);
   }
 }
-
-}  // namespace
 
 std::unique_ptr<Connection> connectIb(ConnectContext& ctx, int peer, uint64_t tag, bool isSender,
                                       const IbPortChoice& choice, const IbConfig& cfg,

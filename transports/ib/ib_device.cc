@@ -41,6 +41,7 @@ MrKeys keysOf(ibv_mr* mr) { return MrKeys{mr, mr->lkey, mr->rkey}; }
 }  // namespace
 
 IbDevice::~IbDevice() {
+  events.reset();
   hostMrs.reset();
   dmabufMrs.reset();
   peerMemMrs.reset();
@@ -72,6 +73,7 @@ std::shared_ptr<IbDevice> openIbDevice(const Verbs* v, const std::string& name) 
   dev->pd = v->allocPd(dev->ctx);
   if (!dev->pd) raise(weftSystemError, "NET/IB: ibv_alloc_pd on %s failed", name.c_str());
   dev->dmabufAccepted = probeDmabuf(v, dev->pd);
+  if (v->getAsyncEvent && v->ackAsyncEvent) dev->events = std::make_unique<AsyncEventThread>(v, dev->ctx, name);
   ibv_pd* pd = dev->pd;
   std::string devName = name;
   auto dereg = [v](const MrKeys& k) { v->deregMr(static_cast<ibv_mr*>(k.handle)); };

@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 
+#include "transports/ib/async_events.h"
 #include "transports/ib/gdr_decision.h"
 #include "transports/ib/mr_cache.h"
 #include "transports/ib/verbs_loader.h"
@@ -27,6 +28,8 @@ struct IbDevice {
   std::unique_ptr<MrCache> hostMrs;     // ibv_reg_mr of host memory
   std::unique_ptr<MrCache> dmabufMrs;   // GPU memory exported as a dma-buf
   std::unique_ptr<MrCache> peerMemMrs;  // GPU memory through the peer-memory module
+  // Reads the device's async events; null when libibverbs lacks the calls.
+  std::unique_ptr<AsyncEventThread> events;
 
   IbDevice() = default;
   IbDevice(const IbDevice&) = delete;

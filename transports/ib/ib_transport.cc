@@ -52,14 +52,19 @@ ib::GdrDecision chooseDeviceGdr(int rank, int cudaDev, bool ibUsable) {
 
 namespace ib {
 
-bool ibCanJoin(bool selfUsable, const std::string& selfProblem, bool peerUsable, int peer, std::string* why) {
+bool ibCanJoin(bool selfUsable, const std::string& selfProblem, bool peerUsable, int peer, std::string* why,
+               LinkLayer selfLink, LinkLayer peerLink) {
+  const bool linksDiffer = selfLink != LinkLayer::Unknown && peerLink != LinkLayer::Unknown && selfLink != peerLink;
   if (!selfUsable)
     *why = "no usable IB on this rank: " + selfProblem;
   else if (!peerUsable)
     *why = "no usable IB on rank " + std::to_string(peer);
+  else if (linksDiffer)
+    *why = std::string("IB link layers differ (") + linkLayerName(selfLink) + " here, " + linkLayerName(peerLink) +
+           " on rank " + std::to_string(peer) + ")";
   else
     *why = "IB on both ends";
-  return selfUsable && peerUsable;
+  return selfUsable && peerUsable && !linksDiffer;
 }
 
 bool gdrCanJoin(bool selfGdr, bool peerGdr, std::string* why) {
@@ -110,6 +115,7 @@ void IbTransportBase::publishFacts(const TransportInit& init, PeerInfo& self) {
   problem_ = ibUnusableReason();
   IbFacts facts;
   facts.usable = problem_.empty() ? 1 : 0;
+  if (facts.usable) facts.linkLayer = 1 + static_cast<int32_t>(ibRankLinkLayer(init.rank));
   gdr_ = chooseDeviceGdr(init.rank, init.cudaDev, facts.usable != 0);
   facts.gdrMode = static_cast<int32_t>(gdr_.mode);
   writeFacts(self, factsRow_, facts);
@@ -123,7 +129,11 @@ void IbTransportBase::publishFacts(const TransportInit& init, PeerInfo& self) {
 bool IbTransportBase::canConnect(const ConnectContext& ctx, int peer, std::string* why) const {
   const IbFacts self = readFacts<IbFacts>(ctx.self(), factsRow_);
   const IbFacts other = readFacts<IbFacts>(ctx.peer(peer), factsRow_);
-  return ibCanJoin(self.usable != 0, problem_, other.usable != 0, peer, why);
+  auto link = [](int32_t code) {
+    return code >= 1 && code <= 3 ? static_cast<LinkLayer>(code - 1) : LinkLayer::Unknown;
+  };
+  return ibCanJoin(self.usable != 0, problem_, other.usable != 0, peer, why, link(self.linkLayer),
+                   link(other.linkLayer));
 }
 
 void IbTransportBase::noteDeviceTrafficStaged(const ConnectContext& ctx, int peer, bool sending) const {

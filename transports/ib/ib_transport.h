@@ -15,6 +15,7 @@
 #include <string>
 
 #include "transports/ib/gdr_decision.h"
+#include "transports/ib/ib_select.h"
 #include "transports/transport.h"
 
 namespace weft {
@@ -27,6 +28,10 @@ std::unique_ptr<Transport> makeIbTransport();
 // Empty when this process can use IB (libibverbs loads and a port passes
 // WEFT_IB_DISABLE, WEFT_IB_HCA, state and GID checks); else why not.
 std::string ibUnusableReason();
+
+// The link layer of the port rank `rank` of this host would use (ranks
+// spread over the usable ports); Unknown when IB is not usable.
+ib::LinkLayer ibRankLinkLayer(int rank);
 
 // GPU-NIC distance for an IB port ("mlx5_0", 1) of this host, or nullopt
 // when the topology cannot tell.
@@ -52,11 +57,15 @@ namespace ib {
 struct IbFacts {
   int32_t usable = 0;   // 1: this process has a usable IB/RoCE port
   int32_t gdrMode = 0;  // GdrMode of its device-buffer traffic over IB (0: staged)
+  int32_t linkLayer = 0;  // 1 + LinkLayer of the port its connections use (0: none)
 };
 
-// Whether IB joins two ranks, and why (not): when both have a usable port.
+// Whether IB joins two ranks, and why (not): when both have a usable port
+// with the same link layer (an IB port cannot reach a RoCE one: the pair
+// then falls back to another transport instead of failing at connect).
 // selfProblem: why this rank has none. Pure.
-bool ibCanJoin(bool selfUsable, const std::string& selfProblem, bool peerUsable, int peer, std::string* why);
+bool ibCanJoin(bool selfUsable, const std::string& selfProblem, bool peerUsable, int peer, std::string* why,
+               LinkLayer selfLink = LinkLayer::Unknown, LinkLayer peerLink = LinkLayer::Unknown);
 
 // Whether the device-buffer traffic of a pair that IB joins gets IB
 // connections of its own: when at least one end can do GPUDirect RDMA (the

@@ -23,13 +23,23 @@ namespace {
 
 // The GID type is not in ibv_query_gid's answer; the kernel publishes it in
 // sysfs. Unreadable (old kernel, IB port): v1 semantics.
-GidType readGidType(const std::string& dev, int port, int index) {
+GidType readSysfsGidType(const std::string& dev, int port, int index) {
   std::ostringstream path;
   path << "/sys/class/infiniband/" << dev << "/ports/" << port << "/gid_attrs/types/" << index;
   std::ifstream in(path.str());
   std::string text;
   if (!in || !std::getline(in, text)) return GidType::IbRoceV1;
   return parseGidType(text);
+}
+
+// ibv_query_gid_ex where libibverbs has it (no sysfs needed), else sysfs.
+GidType readGidType(const Verbs& v, ibv_context* ctx, const std::string& dev, int port, int index) {
+  if (v.queryGidEx) {
+    ibv_gid_entry e{};
+    if (v.queryGidEx(ctx, static_cast<uint32_t>(port), static_cast<uint32_t>(index), &e, 0, sizeof e) == 0)
+      return e.gid_type == IBV_GID_TYPE_ROCE_V2 ? GidType::RoceV2 : GidType::IbRoceV1;
+  }
+  return readSysfsGidType(dev, port, index);
 }
 
 LinkLayer linkLayerOf(uint8_t ll) {
@@ -76,7 +86,7 @@ void discoverDevice(const Verbs& v, ibv_device* device, Discovery& out) {
         e.index = i;
         for (int b = 0; b < 16; ++b) e.gid[b] = gid.raw[b];
         if (gidIsZero(e.gid)) continue;
-        e.type = readGidType(name, port, i);
+        e.type = readGidType(v, ctx, name, port, i);
         s.gids.push_back(e);
       }
     }
@@ -174,6 +184,15 @@ std::string ibUnusableReason() {
 }
 
 std::unique_ptr<Transport> makeIbTransport() { return std::make_unique<IbTransport>(); }
+
+ib::LinkLayer ibRankLinkLayer(int rank) {
+  try {
+    Choice c = choose();
+    return c.decision.useIb ? portFor(c, rank).port.linkLayer : ib::LinkLayer::Unknown;
+  } catch (const Error&) {
+    return ib::LinkLayer::Unknown;
+  }
+}
 
 ib::GdrDecision ibDeviceGdr(int rank, int cudaDev, const NicDistanceFn& distance) {
   const ib::GdrSettings settings = ib::readGdrSettings();

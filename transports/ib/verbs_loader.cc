@@ -2,6 +2,9 @@
 
 #include <dlfcn.h>
 
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
 #include <mutex>
 
 #include "src/util/log.h"
@@ -52,6 +55,12 @@ VerbsLoad loadVerbsFrom(const std::string& name) {
   bind(lib, "ibv_wc_status_str", v.wcStatusStr, &missing);
   bind(lib, "ibv_port_state_str", v.portStateStr, &missing);
   bind(lib, "ibv_reg_dmabuf_mr", v.regDmabufMr, nullptr);
+  bind(lib, "ibv_get_async_event", v.getAsyncEvent, nullptr);
+  bind(lib, "ibv_ack_async_event", v.ackAsyncEvent, nullptr);
+  bind(lib, "ibv_event_type_str", v.eventTypeStr, nullptr);
+  bind(lib, "ibv_fork_init", v.forkInit, nullptr);
+  bind(lib, "_ibv_query_gid_ex", v.queryGidEx, nullptr);
+  bind(lib, "ibv_is_fork_initialized", v.isForkInitialized, nullptr);
   if (!missing.empty()) {
     l.why = name + " lacks " + missing;
     return l;
@@ -60,14 +69,47 @@ VerbsLoad loadVerbsFrom(const std::string& name) {
   return l;
 }
 
+ForkSupport prepareFork(const Verbs& v, const char* rdmavForkSafe, std::string* line) {
+  if (!v.isForkInitialized || !v.forkInit) {
+    *line = "fork support unknown: libibverbs lacks ibv_is_fork_initialized; do not fork() after init";
+    return ForkSupport::Unknown;
+  }
+  switch (v.isForkInitialized()) {
+    case IBV_FORK_UNNEEDED:
+      *line = "fork support not needed: the kernel copies registered pages at fork()";
+      return ForkSupport::Unneeded;
+    case IBV_FORK_ENABLED:
+      *line = "fork support already on (RDMAV_FORK_SAFE)";
+      return ForkSupport::AlreadyOn;
+    default: break;
+  }
+  if (rdmavForkSafe && std::strcmp(rdmavForkSafe, "0") == 0) {
+    *line = "fork support off (RDMAV_FORK_SAFE=0): a fork() after init may corrupt IB transfers";
+    return ForkSupport::Off;
+  }
+  if (int rc = v.forkInit()) {
+    *line = std::string("ibv_fork_init failed (") + std::strerror(rc < 0 ? errno : rc) +
+            "): a fork() after init may corrupt IB transfers";
+    return ForkSupport::Failed;
+  }
+  *line = "fork support enabled (ibv_fork_init): registered memory is not shared with fork()ed children";
+  return ForkSupport::Enabled;
+}
+
 const Verbs* loadVerbs(std::string* why) {
   static const VerbsLoad loaded = [] {
     std::string name = *settings::get(settings::kIbVerbsLib);
     VerbsLoad l = loadVerbsFrom(name);
-    if (l.ok)
+    if (l.ok) {
       WEFT_INFO(kNet, "NET/IB: loaded %s (%s)", name.c_str(),
                 l.verbs.regDmabufMr ? "dma-buf registration available"
                                     : "no ibv_reg_dmabuf_mr: GPU memory only through peer memory");
+      // Before any device is opened or memory registered.
+      std::string line;
+      ForkSupport f = prepareFork(l.verbs, std::getenv("RDMAV_FORK_SAFE"), &line);
+      if (f == ForkSupport::Failed || f == ForkSupport::Off) WEFT_WARN("NET/IB: %s", line.c_str());
+      else WEFT_INFO(kNet | kInit, "NET/IB: %s", line.c_str());
+    }
     return l;
   }();
   if (!loaded.ok) {

@@ -37,12 +37,37 @@ struct Verbs {
   int (*destroyQp)(ibv_qp* qp) = nullptr;
   const char* (*wcStatusStr)(ibv_wc_status status) = nullptr;
   const char* (*portStateStr)(ibv_port_state state) = nullptr;
+  // Optional (a stand-in library may lack them): async events and fork
+  // support. Without the first, no async-event thread; without the second,
+  // no fork protection.
+  int (*getAsyncEvent)(ibv_context* ctx, ibv_async_event* event) = nullptr;
+  void (*ackAsyncEvent)(ibv_async_event* event) = nullptr;
+  const char* (*eventTypeStr)(ibv_event_type type) = nullptr;
+  int (*forkInit)() = nullptr;
+  // Optional (rdma-core >= 32): a GID with its type, without sysfs (which
+  // many containers cannot read).
+  int (*queryGidEx)(ibv_context* ctx, uint32_t port, uint32_t index, ibv_gid_entry* entry, uint32_t flags,
+                    size_t entrySize) = nullptr;
+  ibv_fork_status (*isForkInitialized)() = nullptr;
 };
 
 // The loaded table, or nullptr when libibverbs (or one of its required
 // symbols) is missing; *why then says what failed. Loaded once per process;
 // WEFT_IB_VERBS_LIB overrides the library name (tests, odd installs).
+// Before any other verbs call it sets up fork support (prepareFork).
 const Verbs* loadVerbs(std::string* why);
+
+// Fork safety. Registered pages are pinned; a fork() after registration
+// (data-loader workers, subprocess) leaves them copy-on-write in the
+// parent on kernels before 5.13, and the HCA goes on writing the pages the
+// child got: the parent's FIFO and credit words go stale (a hang or stale
+// data). ibv_fork_init marks registered memory MADV_DONTFORK. Skipped when
+// ibv_is_fork_initialized says it is already on (RDMAV_FORK_SAFE /
+// IBV_FORK_SAFE, read by libibverbs itself) or unneeded (the kernel copies
+// pinned pages at fork), and when RDMAV_FORK_SAFE=0 turns it off.
+// Returns the log line saying which.
+enum class ForkSupport { Unneeded, AlreadyOn, Enabled, Off, Failed, Unknown };
+ForkSupport prepareFork(const Verbs& v, const char* rdmavForkSafe, std::string* line);
 
 // One load of `libName`, not cached (loadVerbs caches the one it makes;
 // tests load stand-in libraries). A missing optional entry point (dma-buf)
