@@ -36,8 +36,7 @@ StagingFifo::~StagingFifo() {
 SocketConnection::SocketConnection(Params params, std::vector<Socket> sockets, Socket listener)
     : p_(std::move(params)), staging_(p_.geometry), listener_(std::move(listener)), sockets_(std::move(sockets)) {
   FifoEnd end;
-  end.hdr = staging_.header();
-  end.data = staging_.slots();
+  end.attach(staging_.header(), staging_.slots(), p_.geometry);
   if (p_.side == Side::Send) {
     end.producerBell = p_.localBell;  // the executor produces; freeing a slot wakes it
     end.consumerBell = &bell_;        // posting a slot wakes the proxy
