@@ -83,29 +83,40 @@ class FifoProgress {
 
 // One end of a FIFO as seen by one process: where the FIFO is, and whom to
 // wake. Copyable, no ownership.
+//
+// The geometry is this process's copy, set by attach(): a header in shared
+// memory is writable by the peer, and a slot count or size read from it on
+// every access would let a broken or hostile peer steer this process's
+// writes.
 struct FifoEnd {
   FifoHeader* hdr = nullptr;
   char* data = nullptr;            // slot 0
+  FifoGeometry geometry;
   Doorbell* producerBell = nullptr;  // rung when a slot is freed
   Doorbell* consumerBell = nullptr;  // rung when a slot is posted
   // Set on the executor's end of a proxied FIFO: post() and release() tell
   // it instead of ringing, and a waiting executor may call tryProgress().
   FifoProgress* progress = nullptr;
 
+  void attach(FifoHeader* h, char* slots, const FifoGeometry& g) {
+    hdr = h;
+    data = slots;
+    geometry = g;
+  }
   bool valid() const { return hdr != nullptr; }
-  uint64_t slotBytes() const { return hdr->slotBytes; }
+  uint64_t slotBytes() const { return geometry.slotBytes; }
 
   // Producer side. Returns the next free slot or nullptr when the FIFO is full.
   void* tryAcquire() const {
     uint32_t p = hdr->posted.load(std::memory_order_relaxed);
     uint32_t c = hdr->consumed.load(std::memory_order_acquire);
-    if (p - c >= hdr->nSlots) return nullptr;
-    return data + (p % hdr->nSlots) * hdr->slotBytes;
+    if (p - c >= geometry.nSlots) return nullptr;
+    return data + (p % geometry.nSlots) * geometry.slotBytes;
   }
   // Publishes the slot returned by tryAcquire, holding `bytes` bytes.
   void post(uint64_t bytes) const {
     uint32_t p = hdr->posted.load(std::memory_order_relaxed);
-    hdr->sizes[p % hdr->nSlots] = bytes;
+    hdr->sizes[p % geometry.nSlots] = bytes;
     hdr->posted.store(p + 1, std::memory_order_release);
     if (progress) progress->posted();
     else if (consumerBell) ring(consumerBell);
@@ -116,8 +127,8 @@ struct FifoEnd {
     uint32_t c = hdr->consumed.load(std::memory_order_relaxed);
     uint32_t p = hdr->posted.load(std::memory_order_acquire);
     if (p == c) return nullptr;
-    *bytes = hdr->sizes[c % hdr->nSlots];
-    return data + (c % hdr->nSlots) * hdr->slotBytes;
+    *bytes = hdr->sizes[c % geometry.nSlots];
+    return data + (c % geometry.nSlots) * geometry.slotBytes;
   }
   // Frees the slot returned by tryPeek.
   void release() const {

@@ -35,8 +35,7 @@ struct PeerInfo {
   uint64_t processHash = 0; // distinguishes processes across hosts
   int32_t cudaDev = -1;     // the rank's GPU, -1: none
   int32_t pad = 0;          // no undefined bytes in what is all-gathered
-  uint64_t bellAddr = 0;    // address of this rank's executor doorbell in its own process
-  char bellShmName[64] = {};  // POSIX shm segment holding that doorbell
+  char bellShmName[64] = {};  // POSIX shm segment holding this rank's executor doorbell
   char hostname[64] = {};
   // Each transport's facts about this rank (Transport::publishFacts), in
   // the row its communicator gave it; zeros where it published nothing.

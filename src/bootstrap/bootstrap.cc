@@ -10,9 +10,11 @@
 #include <list>
 #include <memory>
 #include <mutex>
+#include <system_error>
 #include <thread>
 
 #include "src/bootstrap/bootstrap.h"
+#include "src/bootstrap/handshake.h"
 #include "src/bootstrap/mailbox.h"
 #include "src/bootstrap/root.h"
 #include "src/bootstrap/wire.h"
@@ -25,18 +27,13 @@ using namespace bootstrap_wire;
 
 namespace {
 
-bool secretMatches(const uint8_t* a, const Secret& b) {
-  uint8_t diff = 0;
-  for (size_t i = 0; i < b.size(); ++i) diff |= a[i] ^ b[i];
-  return diff == 0;
-}
-
 class SocketBootstrap final : public Bootstrap {
  public:
   SocketBootstrap(int rank, int nranks, const Secret& secret, int64_t timeoutMs, Socket listener,
                   std::vector<SocketAddress> table)
       : rank_(rank), nranks_(nranks), secret_(secret), timeoutMs_(timeoutMs), listener_(std::move(listener)),
-        table_(std::move(table)), mailbox_(nranks) {
+        table_(std::move(table)), mailbox_(nranks),
+        connectedFrom_(new std::atomic<bool>[nranks]()) {
     for (int i = 0; i < nranks; ++i) out_.push_back(std::make_unique<Outgoing>());
     acceptThread_ = std::thread([this] { acceptLoop(); });
   }
@@ -47,7 +44,8 @@ class SocketBootstrap final : public Bootstrap {
     if (acceptThread_.joinable()) acceptThread_.join();
     std::lock_guard<std::mutex> lock(readersMu_);
     for (auto& r : readers_) r.sock.shutdownBoth();
-    for (auto& r : readers_) r.thread.join();
+    for (auto& r : readers_)
+      if (r.thread.joinable()) r.thread.join();
   }
 
   int rank() const override { return rank_; }
@@ -133,11 +131,12 @@ class SocketBootstrap final : public Bootstrap {
 
   void shutdown() override {
     if (shutDown_.exchange(true)) return;
-    FrameHeader bye{kGoodbyeTag, 0};
     for (int p = 0; p < nranks_; ++p) {
       Outgoing& o = *out_[p];
       std::lock_guard<std::timed_mutex> lock(o.mu);
       if (!o.sock.valid()) continue;
+      FrameHeader bye{kGoodbyeTag, 0, {}};
+      o.mac.sign(&bye, kFrameSignedBytes, nullptr, 0, bye.mac);
       trySendAll(o.sock.fd(), &bye, sizeof(bye), Deadline::after(1000), StopFlags{});
       o.sock.close();
     }
@@ -148,10 +147,12 @@ class SocketBootstrap final : public Bootstrap {
   struct Outgoing {
     std::timed_mutex mu;
     Socket sock;
+    handshake::StreamMac mac;
   };
   struct Reader {
     Socket sock;
     std::thread thread;
+    std::atomic<bool> done{false};  // its thread has left; join and free it
   };
 
   bool answerLocally(const std::vector<char>& request, std::vector<char>* reply, std::string* why) {
@@ -247,13 +248,16 @@ class SocketBootstrap final : public Bootstrap {
     std::string what = "rank " + std::to_string(peer) + " at " + table_[peer].str();
     if (!o.sock.valid()) {
       Socket s = connectTo(table_[peer], deadline, stop, false);
-      PeerHello h{kPeerHelloMagic, kVersion, {}, rank_, nranks_};
-      memcpy(h.secret, secret_.data(), secret_.size());
-      sendAll(s.fd(), &h, sizeof(h), deadline, stop, what.c_str());
+      handshake::Session session =
+          handshake::connectSide(s.fd(), secret_, handshake::Purpose::kPeer, deadline, stop, what);
+      PeerHello h{kPeerHelloMagic, kVersion, rank_, nranks_};
+      handshake::sendSigned(s.fd(), session.toAcceptor, &h, sizeof(h), deadline, stop, what.c_str());
       o.sock = std::move(s);
+      o.mac = session.toAcceptor;
       WEFT_TRACE(kBootstrap, "bootstrap rank %d: connected to %s", rank_, what.c_str());
     }
-    FrameHeader fh{tag, bytes};
+    FrameHeader fh{tag, bytes, {}};
+    o.mac.sign(&fh, kFrameSignedBytes, data, bytes, fh.mac);
     int err = 0;
     IoStatus st = trySendTwo(o.sock.fd(), &fh, sizeof(fh), data, bytes, deadline, stop, &err);
     if (st != IoStatus::Ok) {
@@ -273,12 +277,33 @@ class SocketBootstrap final : public Bootstrap {
         Socket s = acceptFrom(listener_, noDeadline(), StopFlags{&stopping_, nullptr}, &from);
         if (!s.valid()) return;
         std::lock_guard<std::mutex> lock(readersMu_);
-        readers_.push_back(Reader{std::move(s), {}});
-        Reader& r = readers_.back();
-        r.thread = std::thread([this, &r, from] { readLoop(r.sock.fd(), from); });
+        pruneReaders();
+        Reader& r = readers_.emplace_back();
+        r.sock = std::move(s);
+        try {
+          r.thread = std::thread([this, &r, from] { readLoop(r, from); });
+        } catch (const std::system_error& e) {
+          reject(from, std::string("no thread to read it (") + e.what() +
+                           "; the process may be at its thread limit: ulimit -u, /proc/sys/kernel/threads-max)");
+          readers_.pop_back();
+        }
       }
     } catch (const std::exception& e) {
       WEFT_WARN("bootstrap rank %d: listener failed: %s", rank_, e.what());
+    }
+  }
+
+  // Frees the threads and descriptors of connections that ended (rejected
+  // strays among them), so a flood of bad connections cannot pile them up.
+  // Under readersMu_.
+  void pruneReaders() {
+    for (auto it = readers_.begin(); it != readers_.end();) {
+      if (!it->done.load()) {
+        ++it;
+        continue;
+      }
+      it->thread.join();
+      it = readers_.erase(it);
     }
   }
 
@@ -286,58 +311,98 @@ class SocketBootstrap final : public Bootstrap {
     WEFT_WARN("bootstrap: rejected connection from %s: %s", from.str().c_str(), reason.c_str());
   }
 
-  // Checks the hello, then files every frame into the mailbox until the
-  // peer says goodbye, the connection breaks or this bootstrap stops.
-  void readLoop(int fd, SocketAddress from) {
+  // Authenticates the connection, then files every frame into the mailbox
+  // until the peer says goodbye, the connection breaks or this bootstrap
+  // stops. Marks the reader done on the way out, whatever happened.
+  void readLoop(Reader& r, SocketAddress from) {
     setLogRank(rank_);
-    StopFlags stop{&stopping_, nullptr};
-    PeerHello h;
-    IoStatus st = tryRecvAll(fd, &h, sizeof(h), Deadline::after(std::min(timeoutMs_, kHelloTimeoutMs)), stop);
-    if (st != IoStatus::Ok) {
-      if (st != IoStatus::Stopped)
-        reject(from, st == IoStatus::Eof ? "closed before a complete hello" : ioStatusName(st));
-      ::shutdown(fd, SHUT_RDWR);
-      return;
+    const int fd = r.sock.fd();
+    try {
+      handshake::StreamMac mac;
+      int peer = acceptPeer(fd, from, &mac);
+      if (peer >= 0) {
+        pumpFrames(fd, peer, mac);
+        connectedFrom_[peer].store(false);
+      }
+    } catch (const std::exception& e) {
+      WEFT_WARN("bootstrap rank %d: reader for %s failed: %s", rank_, from.str().c_str(), e.what());
     }
+    ::shutdown(fd, SHUT_RDWR);
+    r.done.store(true);
+  }
+
+  // The handshake and the hello; returns the peer's rank, or -1 after
+  // logging why the connection was turned away.
+  int acceptPeer(int fd, const SocketAddress& from, handshake::StreamMac* mac) {
+    StopFlags stop{&stopping_, nullptr};
+    const Deadline deadline = Deadline::after(std::min(timeoutMs_, kHelloTimeoutMs));
+    handshake::Session session;
     std::string bad;
+    PeerHello h{};
+    if (!handshake::acceptSide(fd, secret_, handshake::Purpose::kPeer, deadline, stop, &session, &bad) ||
+        !handshake::recvSigned(fd, session.toAcceptor, &h, sizeof(h), deadline, stop, &bad)) {
+      if (!stopping_.load()) reject(from, bad);
+      return -1;
+    }
     if (h.magic != kPeerHelloMagic) bad = "bad magic (not a weft bootstrap hello)";
     else if (h.version != kVersion) bad = "version " + std::to_string(h.version);
-    else if (!secretMatches(h.secret, secret_)) bad = "wrong secret (a different communicator?)";
     else if (h.nranks != nranks_ || h.fromRank < 0 || h.fromRank >= nranks_ || h.fromRank == rank_)
       bad = "claims rank " + std::to_string(h.fromRank) + " of " + std::to_string(h.nranks);
+    bool wasConnected = false;
+    if (bad.empty() && !connectedFrom_[h.fromRank].compare_exchange_strong(wasConnected, true))
+      bad = "rank " + std::to_string(h.fromRank) + " is already connected";
     if (!bad.empty()) {
       reject(from, bad);
-      ::shutdown(fd, SHUT_RDWR);
-      return;
+      return -1;
     }
-    int peer = h.fromRank;
-    WEFT_TRACE(kBootstrap, "bootstrap rank %d: accepted rank %d from %s", rank_, peer, from.str().c_str());
+    *mac = session.toAcceptor;
+    WEFT_TRACE(kBootstrap, "bootstrap rank %d: accepted rank %d from %s", rank_, h.fromRank, from.str().c_str());
+    return h.fromRank;
+  }
+
+  void pumpFrames(int fd, int peer, handshake::StreamMac& mac) {
+    StopFlags stop{&stopping_, nullptr};
     for (;;) {
       FrameHeader fh;
-      st = tryRecvAll(fd, &fh, sizeof(fh), noDeadline(), stop);
-      if (st == IoStatus::Ok && fh.tag == kGoodbyeTag) {
-        WEFT_TRACE(kBootstrap, "bootstrap rank %d: rank %d said goodbye", rank_, peer);
-        mailbox_.markGone(peer, Mailbox::PeerGone::SaidGoodbye);
-        break;
-      }
+      std::vector<char> payload;
+      IoStatus st = tryRecvAll(fd, &fh, sizeof(fh), noDeadline(), stop);
       if (st == IoStatus::Ok && fh.bytes > kMaxFrameBytes) {
-        WEFT_WARN("bootstrap rank %d: rank %d sent a %lu-byte frame; closing that connection", rank_, peer,
-                  static_cast<unsigned long>(fh.bytes));
+        WEFT_WARN("bootstrap rank %d: rank %d sent a %lu-byte frame (limit %lu); closing that connection", rank_,
+                  peer, static_cast<unsigned long>(fh.bytes), static_cast<unsigned long>(kMaxFrameBytes));
         st = IoStatus::Error;
       }
-      std::vector<char> payload;
-      if (st == IoStatus::Ok) {
-        payload.resize(fh.bytes);
-        st = tryRecvAll(fd, payload.data(), payload.size(), noDeadline(), stop);
+      if (st == IoStatus::Ok) st = recvPayload(fd, fh.bytes, stop, &payload);
+      if (st == IoStatus::Ok && !mac.verify(&fh, kFrameSignedBytes, payload.data(), payload.size(), fh.mac)) {
+        WEFT_WARN("bootstrap rank %d: a frame from rank %d failed its integrity check (altered or injected); "
+                  "closing that connection", rank_, peer);
+        st = IoStatus::Error;
       }
       if (st != IoStatus::Ok) {
         if (st != IoStatus::Stopped && !stopping_.load() && !shutDown_.load()) peerLost(peer, st);
-        break;
+        return;
+      }
+      if (fh.tag == kGoodbyeTag) {
+        WEFT_TRACE(kBootstrap, "bootstrap rank %d: rank %d said goodbye", rank_, peer);
+        mailbox_.markGone(peer, Mailbox::PeerGone::SaidGoodbye);
+        return;
       }
       if (fh.tag == kQueryTag) answerQuery(peer, payload);
       else mailbox_.push(peer, fh.tag, std::move(payload));
     }
-    ::shutdown(fd, SHUT_RDWR);
+  }
+
+  // The buffer grows as bytes arrive: a header that claims a large frame
+  // and then stalls holds no more memory than it sent.
+  static IoStatus recvPayload(int fd, uint64_t bytes, StopFlags stop, std::vector<char>* out) {
+    constexpr size_t kChunk = 1 << 20;
+    while (out->size() < bytes) {
+      const size_t have = out->size();
+      const size_t take = static_cast<size_t>(std::min<uint64_t>(kChunk, bytes - have));
+      out->resize(have + take);
+      IoStatus st = tryRecvAll(fd, out->data() + have, take, noDeadline(), stop);
+      if (st != IoStatus::Ok) return st;
+    }
+    return IoStatus::Ok;
   }
 
   void peerLost(int peer, IoStatus why) {
@@ -370,7 +435,8 @@ class SocketBootstrap final : public Bootstrap {
   std::atomic<bool> stopping_{false};
   std::thread acceptThread_;
   std::mutex readersMu_;
-  std::list<Reader> readers_;  // a list: readers keep pointers to their entry
+  std::list<Reader> readers_;         // a list: readers keep pointers to their entry
+  std::unique_ptr<std::atomic<bool>[]> connectedFrom_;  // a reader serves that rank
   std::mutex handlerMu_;
   std::function<void(int)> peerLost_;
   QueryHandler queryHandler_;
@@ -385,6 +451,37 @@ const char* rootStatusText(int32_t status) {
     case kRootTimedOut: return "the root timed out before every rank joined";
   }
   return "unknown status";
+}
+
+// The root's answer: the address table when every rank joined, else why not.
+std::vector<SocketAddress> readRootReply(int fd, handshake::StreamMac& mac, int rank, int nranks, Deadline deadline,
+                                         int64_t timeoutMs, const std::string& rootName) {
+  RootReply r;
+  int err = 0;
+  IoStatus st = tryRecvAll(fd, &r, sizeof(r), deadline, StopFlags{}, &err);
+  if (st == IoStatus::Timeout)
+    raise(weftTimeout, "bootstrap rank %d: not every rank joined %s within %ld ms", rank, rootName.c_str(),
+          static_cast<long>(timeoutMs));
+  if (st == IoStatus::Eof)
+    raise(weftRemoteError, "bootstrap rank %d: %s closed the connection (it rejected the hello)", rank,
+          rootName.c_str());
+  if (st != IoStatus::Ok) raise(weftSystemError, "bootstrap rank %d: %s: %s", rank, rootName.c_str(), strerror(err));
+  if (r.magic != kRootReplyMagic) raise(weftRemoteError, "bootstrap rank %d: %s sent garbage", rank, rootName.c_str());
+  std::vector<SocketAddress> table;
+  if (r.status == kRootOk && r.nranks == nranks) table.resize(nranks);
+  uint8_t tag[handshake::kMacBytes];
+  st = tryRecvAll(fd, table.data(), table.size() * sizeof(SocketAddress), deadline, StopFlags{}, &err);
+  if (st == IoStatus::Ok) st = tryRecvAll(fd, tag, sizeof(tag), deadline, StopFlags{}, &err);
+  if (st != IoStatus::Ok)
+    raise(weftRemoteError, "bootstrap rank %d: %s: reply cut short (%s)", rank, rootName.c_str(), ioStatusName(st));
+  if (!mac.verify(&r, sizeof(r), table.data(), table.size() * sizeof(SocketAddress), tag))
+    raise(weftRemoteError, "bootstrap rank %d: %s: reply failed its integrity check", rank, rootName.c_str());
+  if (r.status != kRootOk)
+    raise(r.status == kRootTimedOut ? weftTimeout : weftInvalidArgument, "bootstrap rank %d of %d: %s: %s", rank,
+          nranks, rootName.c_str(), rootStatusText(r.status));
+  if (r.nranks != nranks)
+    raise(weftInternalError, "bootstrap rank %d: root answered for %d ranks, expected %d", rank, r.nranks, nranks);
+  return table;
 }
 
 }  // namespace
@@ -413,28 +510,12 @@ std::unique_ptr<Bootstrap> Bootstrap::join(const weftUniqueId& id, int rank, int
 
   std::string rootName = "bootstrap root " + l.root.str();
   Socket root = connectTo(l.root, deadline, StopFlags{}, false);
-  RootHello h{kRootHelloMagic, kVersion, {}, rank, nranks, listenAddr};
-  memcpy(h.secret, secret.data(), secret.size());
-  sendAll(root.fd(), &h, sizeof(h), deadline, StopFlags{}, rootName.c_str());
-
-  RootReply r;
-  int err = 0;
-  IoStatus st = tryRecvAll(root.fd(), &r, sizeof(r), deadline, StopFlags{}, &err);
-  if (st == IoStatus::Timeout)
-    raise(weftTimeout, "bootstrap rank %d: not every rank joined %s within %ld ms", rank, rootName.c_str(),
-          static_cast<long>(timeoutMs));
-  if (st == IoStatus::Eof)
-    raise(weftRemoteError, "bootstrap rank %d: %s closed the connection (it rejected the hello: wrong secret "
-          "or stale id?)", rank, rootName.c_str());
-  if (st != IoStatus::Ok) raise(weftSystemError, "bootstrap rank %d: %s: %s", rank, rootName.c_str(), strerror(err));
-  if (r.magic != kRootReplyMagic) raise(weftRemoteError, "bootstrap rank %d: %s sent garbage", rank, rootName.c_str());
-  if (r.status != kRootOk)
-    raise(r.status == kRootTimedOut ? weftTimeout : weftInvalidArgument, "bootstrap rank %d of %d: %s: %s", rank,
-          nranks, rootName.c_str(), rootStatusText(r.status));
-  if (r.nranks != nranks)
-    raise(weftInternalError, "bootstrap rank %d: root answered for %d ranks, expected %d", rank, r.nranks, nranks);
-  std::vector<SocketAddress> table(nranks);
-  recvAll(root.fd(), table.data(), table.size() * sizeof(SocketAddress), deadline, StopFlags{}, rootName.c_str());
+  handshake::Session session =
+      handshake::connectSide(root.fd(), secret, handshake::Purpose::kRoot, deadline, StopFlags{}, rootName);
+  RootHello h{kRootHelloMagic, kVersion, rank, nranks, listenAddr};
+  handshake::sendSigned(root.fd(), session.toAcceptor, &h, sizeof(h), deadline, StopFlags{}, rootName.c_str());
+  std::vector<SocketAddress> table = readRootReply(root.fd(), session.toConnector, rank, nranks, deadline,
+                                                   timeoutMs, rootName);
   WEFT_INFO(kBootstrap, "bootstrap rank %d/%d: joined", rank, nranks);
   return std::make_unique<SocketBootstrap>(rank, nranks, secret, timeoutMs, std::move(listener), std::move(table));
 }

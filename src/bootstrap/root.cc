@@ -2,13 +2,16 @@
 
 #include <condition_variable>
 #include <cstring>
+#include <list>
 #include <memory>
 #include <mutex>
 #include <set>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <vector>
 
+#include "src/bootstrap/handshake.h"
 #include "src/bootstrap/wire.h"
 #include "src/util/error.h"
 #include "src/util/log.h"
@@ -39,60 +42,102 @@ class Root {
   void run() {
     WEFT_INFO(kBootstrap, "bootstrap root listening on %s (timeout %ld ms)", addr_.str().c_str(),
               static_cast<long>(timeoutMs_));
-    std::vector<std::thread> handlers;
+    std::list<Handler> handlers;
     try {
       for (;;) {
         SocketAddress from;
         Socket s = acceptFrom(listener_, deadline_, StopFlags{&allJoined_, nullptr}, &from);
         if (!s.valid()) break;
-        handlers.emplace_back([this, sock = std::move(s), from]() mutable { handle(std::move(sock), from); });
+        startHandler(handlers, std::move(s), from);
       }
-    } catch (const Error& e) {
+    } catch (const std::exception& e) {
       WEFT_WARN("bootstrap root at %s: %s", addr_.str().c_str(), e.what());
     }
     finish();
     done_.store(true);
-    for (auto& t : handlers) t.join();
+    for (auto& h : handlers) h.thread.join();
     std::lock_guard<std::mutex> lock(registry().mu);
     registry().running.erase(addr_.str());
   }
 
  private:
-  static bool secretMatches(const uint8_t* a, const Secret& b) {
-    uint8_t diff = 0;  // no early exit: the comparison takes the same time for any guess
-    for (size_t i = 0; i < b.size(); ++i) diff |= a[i] ^ b[i];
-    return diff == 0;
-  }
+  // A connection that proved the secret, and the key of the root's replies.
+  struct Joined {
+    Socket sock;
+    handshake::StreamMac replyMac;
+  };
+  struct Handler {
+    std::thread thread;
+    std::atomic<bool> done{false};
+  };
 
-  void reply(Socket& s, RootStatus status, int32_t nranks) {
-    RootReply r{kRootReplyMagic, status, nranks, 0};
-    trySendAll(s.fd(), &r, sizeof(r), Deadline::after(1000), StopFlags{});
-  }
-
-  // Reads and checks one hello; keeps the connection if the rank is accepted.
-  void handle(Socket s, SocketAddress from) {
-    RootHello h;
-    Deadline helloDeadline{std::min(deadline_.atNs, Deadline::after(kHelloTimeoutMs).atNs)};
-    IoStatus st = tryRecvAll(s.fd(), &h, sizeof(h), helloDeadline, StopFlags{&done_, nullptr});
-    const char* reason = nullptr;
-    std::string detail;
-    if (st != IoStatus::Ok) {
-      reason = st == IoStatus::Eof       ? "closed before a complete hello"
-               : st == IoStatus::Stopped ? "no hello before the root finished"
-                                         : ioStatusName(st);
-    } else if (h.magic != kRootHelloMagic) {
-      reason = "bad magic (not a weft bootstrap hello)";
-    } else if (h.version != kVersion) {
-      detail = "version " + std::to_string(h.version) + ", expected " + std::to_string(kVersion);
-    } else if (!secretMatches(h.secret, secret_)) {
-      reason = "wrong secret (a different unique id?)";
-    } else if (h.nranks <= 0 || h.rank < 0 || h.rank >= h.nranks || h.listen.empty()) {
-      detail = "claims rank " + std::to_string(h.rank) + " of " + std::to_string(h.nranks);
+  // One thread per connection, so a silent client stalls nobody; finished
+  // ones are joined as new ones come, so a flood leaves nothing behind.
+  void startHandler(std::list<Handler>& handlers, Socket s, const SocketAddress& from) {
+    for (auto it = handlers.begin(); it != handlers.end();) {
+      if (it->done.load()) {
+        it->thread.join();
+        it = handlers.erase(it);
+      } else {
+        ++it;
+      }
     }
-    if (reason || !detail.empty()) {
-      WEFT_WARN("bootstrap: rejected connection from %s: %s", from.str().c_str(), reason ? reason : detail.c_str());
+    Handler& h = handlers.emplace_back();
+    try {
+      h.thread = std::thread([this, &h, sock = std::move(s), from]() mutable {
+        try {
+          handle(std::move(sock), from);
+        } catch (const std::exception& e) {
+          WEFT_WARN("bootstrap root: connection from %s failed: %s", from.str().c_str(), e.what());
+        }
+        h.done.store(true);
+      });
+    } catch (const std::system_error& e) {
+      handlers.pop_back();
+      WEFT_WARN("bootstrap root: rejected connection from %s: no thread to serve it (%s; the process may be at its "
+                "thread limit: ulimit -u, /proc/sys/kernel/threads-max)", from.str().c_str(), e.what());
+    }
+  }
+
+  static void reply(Joined& j, RootStatus status, int32_t nranks, const void* table = nullptr,
+                    size_t tableBytes = 0, int64_t waitMs = 1000) {
+    RootReply r{kRootReplyMagic, status, nranks, 0};
+    uint8_t tag[handshake::kMacBytes];
+    j.replyMac.sign(&r, sizeof(r), table, tableBytes, tag);
+    const Deadline d = Deadline::after(waitMs);
+    IoStatus st = trySendAll(j.sock.fd(), &r, sizeof(r), d, StopFlags{});
+    if (st == IoStatus::Ok && tableBytes) st = trySendAll(j.sock.fd(), table, tableBytes, d, StopFlags{});
+    if (st == IoStatus::Ok) st = trySendAll(j.sock.fd(), tag, sizeof(tag), d, StopFlags{});
+    if (st != IoStatus::Ok) WEFT_WARN("bootstrap root: could not answer a rank: %s", ioStatusName(st));
+  }
+
+  static std::string helloProblem(const RootHello& h) {
+    if (h.magic != kRootHelloMagic) return "bad magic (not a weft bootstrap hello)";
+    if (h.version != kVersion) return "version " + std::to_string(h.version) + ", expected " + std::to_string(kVersion);
+    if (h.nranks <= 0 || h.nranks > kMaxRanks || h.rank < 0 || h.rank >= h.nranks || h.listen.empty())
+      return "claims rank " + std::to_string(h.rank) + " of " + std::to_string(h.nranks);
+    return std::string();
+  }
+
+  // Authenticates one connection and reads its hello; keeps the connection
+  // if the rank is accepted.
+  void handle(Socket s, SocketAddress from) {
+    Deadline helloDeadline{std::min(deadline_.atNs, Deadline::after(kHelloTimeoutMs).atNs)};
+    const StopFlags stop{&done_, nullptr};
+    handshake::Session session;
+    std::string bad;
+    RootHello h{};
+    if (handshake::acceptSide(s.fd(), secret_, handshake::Purpose::kRoot, helloDeadline, stop, &session, &bad) &&
+        handshake::recvSigned(s.fd(), session.toAcceptor, &h, sizeof(h), helloDeadline, stop, &bad))
+      bad = helloProblem(h);
+    if (!bad.empty()) {
+      WEFT_WARN("bootstrap: rejected connection from %s: %s", from.str().c_str(), bad.c_str());
       return;
     }
+    admit(Joined{std::move(s), session.toConnector}, h, from);
+  }
+
+  void admit(Joined j, const RootHello& h, const SocketAddress& from) {
     std::unique_lock<std::mutex> lock(mu_);
     if (nranks_ == 0) {
       nranks_ = h.nranks;
@@ -103,18 +148,18 @@ class Root {
       lock.unlock();
       WEFT_WARN("bootstrap: rejected connection from %s: rank %d says nranks=%d but earlier ranks said nranks=%d",
                 from.str().c_str(), h.rank, h.nranks, nranks_);
-      reply(s, kRootNranksMismatch, nranks_);
+      reply(j, kRootNranksMismatch, nranks_);
       return;
     }
-    if (ranks_[h.rank].valid()) {
+    if (ranks_[h.rank].sock.valid()) {
       lock.unlock();
       WEFT_WARN("bootstrap: rejected connection from %s: rank %d already joined", from.str().c_str(), h.rank);
-      reply(s, kRootDuplicateRank, nranks_);
+      reply(j, kRootDuplicateRank, nranks_);
       return;
     }
     WEFT_TRACE(kBootstrap, "bootstrap root: rank %d/%d joined from %s, listens on %s", h.rank, h.nranks,
                from.str().c_str(), h.listen.str().c_str());
-    ranks_[h.rank] = std::move(s);
+    ranks_[h.rank] = std::move(j);
     addrs_[h.rank] = h.listen;
     if (++joined_ == nranks_) allJoined_.store(true);
   }
@@ -123,24 +168,19 @@ class Root {
   void finish() {
     std::lock_guard<std::mutex> lock(mu_);
     if (nranks_ > 0 && joined_ == nranks_) {
-      for (auto& s : ranks_) {
-        RootReply r{kRootReplyMagic, kRootOk, nranks_, 0};
-        Deadline d = Deadline::after(timeoutMs_);
-        if (trySendTwo(s.fd(), &r, sizeof(r), addrs_.data(), addrs_.size() * sizeof(SocketAddress), d,
-                       StopFlags{}) != IoStatus::Ok)
-          WEFT_WARN("bootstrap root at %s: could not send the address table to a rank", addr_.str().c_str());
-      }
+      for (auto& j : ranks_)
+        reply(j, kRootOk, nranks_, addrs_.data(), addrs_.size() * sizeof(SocketAddress), timeoutMs_);
       WEFT_INFO(kBootstrap, "bootstrap root at %s: all %d ranks joined", addr_.str().c_str(), nranks_);
       return;
     }
     std::string missing;
     for (int r = 0; r < nranks_; ++r)
-      if (!ranks_[r].valid()) missing += (missing.empty() ? "" : ",") + std::to_string(r);
+      if (!ranks_[r].sock.valid()) missing += (missing.empty() ? "" : ",") + std::to_string(r);
     WEFT_WARN("bootstrap root at %s: timed out after %ld ms with %d of %d ranks joined (missing: %s)",
               addr_.str().c_str(), static_cast<long>(timeoutMs_), joined_, nranks_,
               nranks_ ? missing.c_str() : "all");
-    for (auto& s : ranks_)
-      if (s.valid()) reply(s, kRootTimedOut, nranks_);
+    for (auto& j : ranks_)
+      if (j.sock.valid()) reply(j, kRootTimedOut, nranks_);
   }
 
   Socket listener_;
@@ -153,7 +193,7 @@ class Root {
   std::mutex mu_;
   int32_t nranks_ = 0;
   int32_t joined_ = 0;
-  std::vector<Socket> ranks_;
+  std::vector<Joined> ranks_;
   std::vector<SocketAddress> addrs_;
 };
 

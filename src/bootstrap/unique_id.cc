@@ -5,8 +5,10 @@
 // kRootAtRank0 flag (no root is started here; rank 0's join starts it) and a
 // secret derived from the address and WEFT_COMM_SECRET. That secret is only
 // as strong as WEFT_COMM_SECRET: without it, it merely guards against
-// accidental cross-talk. Ids made without WEFT_COMM_ID carry a random secret.
+// accidental cross-talk (and a warning says so). Ids made without
+// WEFT_COMM_ID carry a random secret.
 #include <cstring>
+#include <mutex>
 #include <string>
 
 #include "src/bootstrap/bootstrap.h"
@@ -15,26 +17,29 @@
 #include "src/util/settings.h"
 #include "src/util/error.h"
 #include "src/util/log.h"
+#include "src/util/sha256.h"
 
 namespace weft {
 
 using namespace bootstrap_wire;
 
-// Two independent 64-bit mixes of the text make 16 bytes.
-static Secret secretFromText(const std::string& text) {
-  Secret s{};
-  for (int half = 0; half < 2; ++half) {
-    uint64_t h = 0x9E3779B97F4A7C15ull * static_cast<uint64_t>(half + 1);
-    for (unsigned char c : text) {
-      h ^= c;
-      h *= 0x100000001B3ull;
-      h ^= h >> 29;
-    }
-    h ^= h >> 33;
-    h *= 0xFF51AFD7ED558CCDull;
-    h ^= h >> 33;
-    memcpy(s.data() + 8 * half, &h, 8);
+// Keyed by WEFT_COMM_SECRET when set, so only holders of that value can
+// compute it. Without it the secret follows from the (public) address.
+static Secret secretForCommId(const SocketAddress& root) {
+  const std::string key = settings::get(settings::kCommSecret).value_or("");
+  if (key.empty()) {
+    static std::once_flag warned;
+    std::call_once(warned, [] {
+      WEFT_WARN("WEFT_COMM_ID is set without WEFT_COMM_SECRET: the communicator's secret follows from the root's "
+                "address, so any process that can reach it can join or listen in; give every rank of the job the "
+                "same random WEFT_COMM_SECRET");
+    });
   }
+  const std::string text = "weft-comm-id|" + root.str();
+  HmacSha256 h(key.data(), key.size());
+  Digest256 d = h.update(text.data(), text.size()).finish();
+  Secret s{};
+  memcpy(s.data(), d.data(), s.size());
   return s;
 }
 
@@ -48,7 +53,7 @@ void createUniqueId(weftUniqueId* id, int64_t timeoutMs) {
   if (auto commId = settings::get(settings::kCommId)) {
     l.root = SocketAddress::parse(*commId, "WEFT_COMM_ID");
     l.flags |= kRootAtRank0;
-    secret = secretFromText("weft-comm-id|" + l.root.str() + "|" + settings::get(settings::kCommSecret).value_or(""));
+    secret = secretForCommId(l.root);
     WEFT_INFO(kBootstrap, "unique id for WEFT_COMM_ID=%s (rank 0 runs the root)", l.root.str().c_str());
   } else {
     randomBytes(secret.data(), secret.size());

@@ -2,7 +2,10 @@
 //
 // Both ends are the same library version on machines of the same byte order
 // (a communicator never mixes architectures), so structs travel as raw bytes;
-// the magic and version fields catch a stray or mismatched peer.
+// the magic and version fields catch a stray or mismatched peer. Every
+// connection opens with the mutual handshake of handshake.h (the secret
+// itself never travels); the hello after it and every later message carry a
+// MAC from the session's key.
 #pragma once
 
 #include <cstdint>
@@ -14,7 +17,7 @@
 namespace weft::bootstrap_wire {
 
 constexpr uint64_t kIdMagic = 0x5746544944303031ull;  // "WFTID001"
-constexpr uint32_t kVersion = 1;
+constexpr uint32_t kVersion = 2;
 constexpr uint32_t kRootHelloMagic = 0x57465248;  // "WFRH"
 constexpr uint32_t kRootReplyMagic = 0x57465252;  // "WFRR"
 constexpr uint32_t kPeerHelloMagic = 0x57465048;  // "WFPH"
@@ -33,11 +36,10 @@ struct UniqueIdLayout {
 static_assert(sizeof(UniqueIdLayout) <= WEFT_UNIQUE_ID_BYTES);
 static_assert(std::is_trivially_copyable_v<UniqueIdLayout>);
 
-// Rank -> root, first bytes on the connection.
+// Rank -> root after the handshake, followed by its MAC.
 struct RootHello {
   uint32_t magic;
   uint32_t version;
-  uint8_t secret[16];
   int32_t rank;
   int32_t nranks;
   SocketAddress listen;  // where this rank accepts peer connections
@@ -50,7 +52,11 @@ enum RootStatus : int32_t {
   kRootTimedOut = 3,
 };
 
-// Root -> rank; followed by nranks SocketAddress when status is kRootOk.
+// The root refuses hellos that claim more ranks (its table would be huge).
+constexpr int32_t kMaxRanks = 1 << 20;
+
+// Root -> rank; followed by nranks SocketAddress when status is kRootOk, then
+// a MAC over both.
 struct RootReply {
   uint32_t magic;
   int32_t status;
@@ -58,20 +64,22 @@ struct RootReply {
   int32_t pad;
 };
 
-// Rank -> rank, first bytes on a peer connection.
+// Rank -> rank after the handshake, followed by its MAC.
 struct PeerHello {
   uint32_t magic;
   uint32_t version;
-  uint8_t secret[16];
   int32_t fromRank;
   int32_t nranks;
 };
 
 // Every message after the hello: this header, then `bytes` payload bytes.
+// The MAC covers tag, bytes and the payload (handshake::StreamMac).
 struct FrameHeader {
   uint64_t tag;
   uint64_t bytes;
+  uint8_t mac[16];
 };
+constexpr size_t kFrameSignedBytes = 2 * sizeof(uint64_t);  // the header's part under the MAC
 
 // Tags from here up are the bootstrap's own (goodbye, all-gather, barrier).
 constexpr uint64_t kFirstReservedTag = 0xFFFFFFFFFFFFFF00ull;
@@ -88,6 +96,8 @@ constexpr uint64_t kQueryReplyTag = 0xFFFFFFFFFFFFFFFBull;
 constexpr int64_t kQueryReplyMs = 1000;
 
 // Bigger frames are taken for garbage: the bootstrap carries small messages.
+// A frame's buffer grows as its bytes arrive, so a header that claims much
+// and sends little costs little.
 constexpr uint64_t kMaxFrameBytes = 1ull << 30;
 
 // How long an accepted connection may take to send its hello.

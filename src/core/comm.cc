@@ -256,6 +256,21 @@ void createDoorbell(weftComm* comm) {
   comm->bell = new (comm->bellSegment.data()) Doorbell();
 }
 
+// What peers said about themselves is checked before anything uses it:
+// strings end inside their arrays, each entry is the rank it claims, and a
+// doorbell segment is one weft made (never an arbitrary shm name).
+void checkPeerInfos(std::vector<PeerInfo>& peers) {
+  for (size_t i = 0; i < peers.size(); ++i) {
+    PeerInfo& p = peers[i];
+    p.hostname[sizeof(p.hostname) - 1] = 0;
+    p.bellShmName[sizeof(p.bellShmName) - 1] = 0;
+    if (p.rank != static_cast<int32_t>(i))
+      raise(weftRemoteError, "rank %zu sent the set-up information of rank %d", i, p.rank);
+    if (strncmp(p.bellShmName, "/weft-bell-", 11) != 0)
+      raise(weftRemoteError, "rank %zu named a doorbell segment weft does not make (\"%s\")", i, p.bellShmName);
+  }
+}
+
 void exchangePeerInfo(weftComm* comm) {
   const int rank = comm->rank, nranks = comm->nranks;
   PeerInfo self;
@@ -263,7 +278,6 @@ void exchangePeerInfo(weftComm* comm) {
   self.pid = getpid();
   self.hostHash = hostHash();
   self.processHash = processHash();
-  self.bellAddr = reinterpret_cast<uint64_t>(comm->bell);
   snprintf(self.bellShmName, sizeof(self.bellShmName), "%s", comm->bellSegment.name().c_str());
   snprintf(self.hostname, sizeof(self.hostname), "%s", hostName().c_str());
   self.cudaDev = comm->cudaDev;
@@ -272,6 +286,7 @@ void exchangePeerInfo(weftComm* comm) {
   comm->peers.resize(nranks);
   comm->peers[rank] = self;
   comm->bootstrap->allGather(comm->peers.data(), sizeof(PeerInfo));
+  checkPeerInfos(comm->peers);
 
   WEFT_INFO(kInit, "weft %d.%d.%d %s rank %d/%d on %s pid %d, timeout %ld ms, %d channel(s), %u slots x %lu B",
             WEFT_MAJOR, WEFT_MINOR, WEFT_PATCH, comm->name.c_str(), rank, nranks, self.hostname, self.pid,
@@ -283,14 +298,17 @@ void exchangePeerInfo(weftComm* comm) {
 }
 
 // Same-host peers' doorbells, mapped before this rank's segment name is
-// unlinked (after the barrier every peer has mapped it).
+// unlinked (after the barrier every peer has mapped it). Threads of one
+// process map each other's segments too, never take a peer's address: each
+// mapping lives as long as the communicator that made it, so a peer that
+// destroys its communicator first leaves a bell that can still be rung.
 void mapPeerDoorbells(weftComm* comm) {
   const PeerInfo& self = comm->peers[comm->rank];
   comm->peerBells.assign(comm->nranks, nullptr);
   for (const PeerInfo& p : comm->peers) {
     if (p.hostHash != self.hostHash) continue;
-    if (p.processHash == self.processHash && p.pid == self.pid) {
-      comm->peerBells[p.rank] = reinterpret_cast<Doorbell*>(p.bellAddr);
+    if (p.rank == comm->rank) {
+      comm->peerBells[p.rank] = comm->bell;
     } else {
       comm->peerBellSegments.push_back(ShmSegment::open(p.bellShmName, sizeof(Doorbell)));
       comm->peerBells[p.rank] = static_cast<Doorbell*>(comm->peerBellSegments.back().data());

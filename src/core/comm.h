@@ -60,7 +60,7 @@ struct weftComm {
   std::vector<weft::PeerInfo> peers;
 
   // This rank's executor doorbell, in a shm segment that peers on the same
-  // host map.
+  // host map (threads of this process included).
   weft::ShmSegment bellSegment;
   weft::Doorbell* bell = nullptr;
   // Same-host peers' doorbells, mapped once at init (their names are gone

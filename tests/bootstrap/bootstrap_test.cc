@@ -5,11 +5,13 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <filesystem>
 #include <functional>
 #include <thread>
 #include <vector>
 
 #include "src/bootstrap/bootstrap.h"
+#include "src/bootstrap/handshake.h"
 #include "src/bootstrap/wire.h"
 #include "src/util/error.h"
 #include "src/util/socket.h"
@@ -116,18 +118,47 @@ SocketAddress rootOf(const weftUniqueId& id) {
   return l.root;
 }
 
+// A client that holds a different secret and runs the handshake honestly:
+// the listener's proof fails for it, so it never sends its own.
+void wrongSecretClient(const SocketAddress& addr, handshake::Purpose purpose) {
+  Socket s = connectTo(addr, Deadline::after(2000), StopFlags{}, false);
+  Secret wrong;
+  wrong.fill(0xAB);
+  try {
+    handshake::connectSide(s.fd(), wrong, purpose, Deadline::after(2000), StopFlags{}, "listener");
+    ADD_FAILURE() << "the listener proved a secret it does not hold";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), weftRemoteError) << e.what();
+    EXPECT_NE(std::string(e.what()).find("failed to prove"), std::string::npos) << e.what();
+  }
+}
+
+// A client that sends a challenge and a made-up proof without reading the
+// answer (what a replayed or guessed handshake looks like to the listener).
+void forgedProofClient(const SocketAddress& addr, handshake::Purpose purpose) {
+  handshake::Challenge c{handshake::kChallengeMagic, handshake::kVersion, static_cast<uint32_t>(purpose), 0, {}};
+  memset(c.nonce, 7, sizeof(c.nonce));
+  handshake::Proof p;
+  memset(p.mac, 0x5a, sizeof(p.mac));
+  char both[sizeof(c) + sizeof(p)];
+  memcpy(both, &c, sizeof(c));
+  memcpy(both + sizeof(c), &p, sizeof(p));
+  strayClient(addr, both, sizeof(both));
+}
+
 TEST_F(BootstrapTest, StrayClientsAndWrongSecretAreRejected) {
   weftUniqueId id;
   createUniqueId(&id, 10000);
   SocketAddress root = rootOf(id);
-  // Garbage, a too-short hello, a silent client and a wrong secret at the root.
+  // Garbage, a too-short challenge, a silent client, a wrong secret and a
+  // forged proof at the root.
   std::string garbage(200, 'G');
   strayClient(root, garbage.data(), garbage.size());
   strayClient(root, "WF", 2);
   Socket silent = connectTo(root, Deadline::after(2000), StopFlags{}, false);
-  bootstrap_wire::RootHello h{bootstrap_wire::kRootHelloMagic, bootstrap_wire::kVersion, {}, 0, 2, root};
-  memset(h.secret, 0xAB, sizeof(h.secret));
-  strayClient(root, &h, sizeof(h));
+  wrongSecretClient(root, handshake::Purpose::kRoot);
+  forgedProofClient(root, handshake::Purpose::kRoot);
+  forgedProofClient(root, handshake::Purpose::kPeer);  // a handshake meant for another kind of listener
 
   // A rank with a wrong secret (same root address) is turned away, visibly.
   weftUniqueId forged = id;
@@ -149,8 +180,8 @@ TEST_F(BootstrapTest, StrayClientsAndWrongSecretAreRejected) {
           SocketAddress peerListen = SocketAddress::parse(b.peerAddress(1), "rank 1");
           strayClient(peerListen, garbage.data(), garbage.size());
           strayClient(peerListen, nullptr, 0);
-          bootstrap_wire::PeerHello ph{bootstrap_wire::kPeerHelloMagic, bootstrap_wire::kVersion, {}, 0, 2};
-          strayClient(peerListen, &ph, sizeof(ph));  // all-zero secret
+          wrongSecretClient(peerListen, handshake::Purpose::kPeer);
+          forgedProofClient(peerListen, handshake::Purpose::kPeer);
           int token = 5;
           b.send(1, 2, &token, sizeof(token));
         } else {
@@ -161,6 +192,37 @@ TEST_F(BootstrapTest, StrayClientsAndWrongSecretAreRejected) {
         b.barrier();
       },
       &id);
+}
+
+int openDescriptors() {
+  int n = 0;
+  for (const auto& e : std::filesystem::directory_iterator("/proc/self/fd")) n += e.is_symlink() ? 1 : 0;
+  return n;
+}
+
+// Rejected connections give back their descriptor and thread: a flood of
+// them leaves a rank's descriptor count where it was.
+TEST_F(BootstrapTest, FloodOfRejectedConnectionsLeavesNothingBehind) {
+  runRanks(2, 20000, [](int rank, Bootstrap& b) {
+    if (rank == 0) {
+      SocketAddress peerListen = SocketAddress::parse(b.peerAddress(1), "rank 1");
+      std::string garbage(64, 'G');
+      strayClient(peerListen, garbage.data(), garbage.size());
+      const int before = openDescriptors();
+      for (int i = 0; i < 400; ++i) {
+        Socket s = connectTo(peerListen, Deadline::after(2000), StopFlags{}, false);
+        sendAll(s.fd(), garbage.data(), garbage.size(), Deadline::after(2000), StopFlags{}, "stray");
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      strayClient(peerListen, garbage.data(), garbage.size());  // the accept that prunes the last ones
+      const int after = openDescriptors();
+      EXPECT_LT(after - before, 16) << before << " descriptors before the flood, " << after << " after";
+    }
+    int token = rank + 1;
+    b.send(1 - rank, 4, &token, sizeof(token));
+    b.recv(1 - rank, 4, &token, sizeof(token));
+    EXPECT_EQ(token, 2 - rank);
+  });
 }
 
 TEST_F(BootstrapTest, MissingRankTimesOutWithinBound) {

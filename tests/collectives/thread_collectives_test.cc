@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <thread>
+#include <vector>
 
 #include "collective_check.h"
 #include "thread_ranks.h"
@@ -129,6 +131,32 @@ TEST_P(ThreadCollectives, HostStreamAsync) {
 
 INSTANTIATE_TEST_SUITE_P(Ranks, ThreadCollectives, ::testing::Values(1, 2, 3, 4, 8),
                          [](const auto& info) { return std::to_string(info.param) + "ranks"; });
+
+// A rank that destroys its communicator the moment its call returns must not
+// pull memory from under a peer that is still finishing the same call (its
+// last act rings the first rank's doorbell). The root of a Broadcast returns
+// first; repeated, since the window is a few instructions wide.
+TEST(ThreadRanksLifetime, FirstRankToDestroyLeavesPeersRunning) {
+  setenv("WEFT_SOCKET_IFNAME", "lo", 1);
+  for (int round = 0; round < 40; ++round) {
+    weftComm_t comms[2] = {nullptr, nullptr};
+    ASSERT_EQ(weftCommInitAll(comms, 2, nullptr), weftSuccess);
+    std::vector<std::thread> ranks;
+    weftResult_t rc[2] = {weftInternalError, weftInternalError};
+    float data[2][16];
+    for (int r = 0; r < 2; ++r) {
+      ranks.emplace_back([&, r] {
+        for (int i = 0; i < 16; ++i) data[r][i] = r == 0 ? float(i * 3 + round) : -1.0f;
+        rc[r] = weftBroadcast(data[r], data[r], 16, weftFloat32, 0, comms[r], nullptr);
+        weftCommDestroy(comms[r]);
+      });
+    }
+    for (auto& t : ranks) t.join();
+    ASSERT_EQ(rc[0], weftSuccess);
+    ASSERT_EQ(rc[1], weftSuccess);
+    for (int i = 0; i < 16; ++i) ASSERT_EQ(data[1][i], float(i * 3 + round)) << "round " << round;
+  }
+}
 
 }  // namespace
 }  // namespace weft::test

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "process_ranks.h"
+#include "src/bootstrap/handshake.h"
 #include "src/bootstrap/wire.h"
 #include "src/core/comm.h"
 #include "tests/collectives/collective_check.h"
@@ -275,7 +276,7 @@ TEST(ProcessFaults, QueuedOperationsOfAFailedCommunicatorDoNotRun) {
 }
 
 // (e) Stray TCP clients at the bootstrap root: one sends garbage, one sends a
-// hello of the right size and magic with the wrong secret, one connects and
+// handshake of the right size and magic with a made-up proof, one connects and
 // says nothing. The ranks must still join and compute correct results.
 TEST(ProcessFaults, StrayClientsAtTheRootDoNotBreakInit) {
   constexpr int n = 3;
@@ -325,15 +326,14 @@ TEST(ProcessFaults, StrayClientsAtTheRootDoNotBreakInit) {
     unsigned char junk[256];
     for (size_t i = 0; i < sizeof(junk); i++) junk[i] = static_cast<unsigned char>(i * 37 + 11);
     if (garbage >= 0 && send(garbage, junk, sizeof(junk), MSG_NOSIGNAL) != sizeof(junk)) parentErrors += "send junk; ";
-    bootstrap_wire::RootHello h;
-    memset(&h, 0, sizeof(h));
-    h.magic = bootstrap_wire::kRootHelloMagic;
-    h.version = bootstrap_wire::kVersion;
-    memset(h.secret, 0x5a, sizeof(h.secret));
-    h.rank = 1;
-    h.nranks = n;
-    h.listen = SocketAddress::parse("127.0.0.1:9", "test");
-    if (wrongSecret >= 0 && send(wrongSecret, &h, sizeof(h), MSG_NOSIGNAL) != sizeof(h))
+    // A challenge and a made-up proof: what a client without the secret can send.
+    handshake::Challenge c{handshake::kChallengeMagic, handshake::kVersion,
+                           static_cast<uint32_t>(handshake::Purpose::kRoot), 0, {}};
+    memset(c.nonce, 0x5a, sizeof(c.nonce));
+    handshake::Proof proof;
+    memset(proof.mac, 0x5a, sizeof(proof.mac));
+    if (wrongSecret >= 0 && (send(wrongSecret, &c, sizeof(c), MSG_NOSIGNAL) != sizeof(c) ||
+                             send(wrongSecret, &proof, sizeof(proof), MSG_NOSIGNAL) != sizeof(proof)))
       parentErrors += "send hello; ";
     for (int fd : {garbage, wrongSecret, silent})
       if (fd >= 0) strays.push_back(fd);

@@ -10,6 +10,7 @@
 #include <random>
 #include <thread>
 
+#include "src/bootstrap/handshake.h"
 #include "src/util/clock.h"
 #include "src/util/error.h"
 #include "src/util/socket.h"
@@ -385,12 +386,26 @@ TEST_F(SocketTransportTest, StraySocketsAreRejected) {
     };
     std::string garbage(300, 'Z');
     stray(garbage.data(), garbage.size());
+    // A handshake with a made-up proof, then a hello with the right nonce.
+    handshake::Challenge c{handshake::kChallengeMagic, handshake::kVersion,
+                           static_cast<uint32_t>(handshake::Purpose::kSocketData), 0, {}};
+    handshake::Proof proof{};
     socket_wire::SocketHello h{};
     h.magic = socket_wire::kHelloMagic;
     h.version = socket_wire::kVersion;
     h.nonce = info.nonce;
-    stray(&h, sizeof(h));  // right nonce, wrong (zero) secret
-    stray(&h, 10);         // too short
+    std::string forged(reinterpret_cast<const char*>(&c), sizeof(c));
+    forged.append(reinterpret_cast<const char*>(&proof), sizeof(proof));
+    forged.append(reinterpret_cast<const char*>(&h), sizeof(h));
+    stray(forged.data(), forged.size());
+    stray(&c, 10);  // too short
+    // A client holding another secret that runs the handshake honestly.
+    Socket honest = connectTo(info.addr, Deadline::after(2000), StopFlags{}, false);
+    Secret other;
+    other.fill(3);
+    EXPECT_THROW(handshake::connectSide(honest.fd(), other, handshake::Purpose::kSocketData, Deadline::after(2000),
+                                        StopFlags{}, "receiver"),
+                 Error);
   };
   sendConn_ = transport->connectSend(ranks_[0].ctx, 1, kTag);
   stream(ranks_, *sendConn_, *recvConn_, 2 << 20, true);

@@ -207,8 +207,7 @@ void IbConnection::connect(ConnectContext& ctx, uint64_t tag) {
   creditMem_ = static_cast<uint64_t*>(std::aligned_alloc(kPage, kPage));
   if (!creditMem_) raise(weftSystemError, "NET/IB: out of memory for a credit page");
   std::memset(creditMem_, 0, kPage);
-  end_.hdr = fifo_->hdr();
-  end_.data = fifo_->data();
+  end_.attach(fifo_->hdr(), fifo_->data(), ctx.geometry);
   // The executor sleeps on its own bell; the proxy on proxyBell_.
   end_.producerBell = isSender_ ? ctx.localBell : &proxyBell_;
   end_.consumerBell = isSender_ ? &proxyBell_ : ctx.localBell;

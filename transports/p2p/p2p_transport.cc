@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "src/util/error.h"
+#include "src/util/local_handles.h"
 #include "src/util/log.h"
 
 #if WEFT_HAVE_CUDA
@@ -23,7 +24,7 @@ constexpr uint32_t kP2pMsgMagic = 0x50325031;  // "P2P1"
 struct P2pOffer {
   uint32_t magic = kP2pMsgMagic;
   uint32_t sameProcess = 0;
-  uint64_t addr = 0;        // same process: the FIFO's device address
+  uint64_t token = 0;       // same process: names the FIFO (local_handles)
   uint64_t bytes = 0;
   uint64_t dataOffset = 0;
   int32_t device = -1;      // the receiver's GPU
@@ -43,8 +44,10 @@ class P2pConnection : public Connection {
   int device = -1;
   void* owned = nullptr;   // receiver: cudaMalloc'd FIFO
   void* opened = nullptr;  // sender: IPC mapping
+  uint64_t token = 0;      // receiver: the same-process FIFO, as offered
 
   ~P2pConnection() override {
+    local_handles::withdraw(token);
     if (device >= 0) (void)cudaSetDevice(device);
     if (opened) (void)cudaIpcCloseMemHandle(opened);
     if (owned) (void)cudaFree(owned);
@@ -112,10 +115,9 @@ class P2pTransport : public Transport {
     offer.bytes = bytes;
     offer.dataOffset = h->dataOffset;
     offer.device = c->device;
-    if (c->sameProc) offer.addr = reinterpret_cast<uint64_t>(c->owned);
+    if (c->sameProc) offer.token = c->token = local_handles::publish(c->owned);
     else WEFT_CUDA_CHECK(cudaIpcGetMemHandle(&offer.handle, c->owned));
-    c->end.hdr = static_cast<FifoHeader*>(c->owned);
-    c->end.data = static_cast<char*>(c->owned) + h->dataOffset;
+    c->end.attach(static_cast<FifoHeader*>(c->owned), static_cast<char*>(c->owned) + h->dataOffset, ctx.geometry);
     ctx.bootstrap->send(peer, tag, &offer, sizeof(offer));
     return c;
   }
@@ -134,8 +136,13 @@ class P2pTransport : public Transport {
             static_cast<unsigned long>(offer.bytes), bytes);
     cuda::DeviceGuard guard(c->device);
     void* mem;
+    int devices = 0;
+    if (cudaGetDeviceCount(&devices) != cudaSuccess || offer.device < 0 || offer.device >= devices)
+      raise(weftRemoteError, "p2p: rank %d offered a FIFO on GPU %d, which this process does not have", peer,
+            offer.device);
     if (c->sameProc) {
-      mem = reinterpret_cast<void*>(offer.addr);
+      mem = local_handles::find(offer.token);
+      if (!mem) raise(weftRemoteError, "p2p: rank %d says it is a thread of this process, but its FIFO is not here", peer);
       if (offer.device != c->device) {
         cudaError_t e = cudaDeviceEnablePeerAccess(offer.device, 0);
         if (e == cudaErrorPeerAccessAlreadyEnabled) (void)cudaGetLastError();
@@ -145,8 +152,13 @@ class P2pTransport : public Transport {
       WEFT_CUDA_CHECK(cudaIpcOpenMemHandle(&c->opened, offer.handle, cudaIpcMemLazyEnablePeerAccess));
       mem = c->opened;
     }
-    c->end.hdr = static_cast<FifoHeader*>(mem);
-    c->end.data = static_cast<char*>(mem) + offer.dataOffset;
+    // The slots start where this rank's own layout puts them, not where the
+    // offer says: both ranks share one geometry.
+    const size_t slotsAt = bytes - size_t(ctx.geometry.nSlots) * ctx.geometry.slotBytes;
+    if (offer.dataOffset != slotsAt)
+      raise(weftRemoteError, "p2p: rank %d's FIFO layout differs from this rank's (slots at %lu, expected %zu)", peer,
+            static_cast<unsigned long>(offer.dataOffset), slotsAt);
+    c->end.attach(static_cast<FifoHeader*>(mem), static_cast<char*>(mem) + slotsAt, ctx.geometry);
     return c;
   }
 };

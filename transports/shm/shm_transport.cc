@@ -1,8 +1,8 @@
 // Shared-memory transport: ranks on one host.
 //
 // The receiver owns the FIFO (so its slots sit in memory the receiver reads
-// often) and tells the sender where it is: a plain pointer when both ranks are
-// threads of one process, a POSIX shm segment name otherwise. The sender
+// often) and tells the sender where it is: a token of local_handles when both
+// ranks are threads of one process, a POSIX shm segment name otherwise. The sender
 // writes or reduces straight into the receiver's slots: zero copies beyond the
 // reduction itself. Each side rings the other's executor doorbell, which for
 // another process was mapped at init from the segment named in its PeerInfo.
@@ -11,6 +11,7 @@
 #include <optional>
 
 #include "src/util/error.h"
+#include "src/util/local_handles.h"
 #include "src/util/log.h"
 #include "transports/shm/shm_segment.h"
 #include "transports/shm/shm_transport.h"
@@ -25,7 +26,7 @@ constexpr uint32_t kShmMsgMagic = 0x53484d31;  // "SHM1"
 struct ShmOffer {
   uint32_t magic = kShmMsgMagic;
   uint32_t sameProcess = 0;
-  uint64_t addr = 0;   // same process: the FIFO's address
+  uint64_t token = 0;  // same process: names the FIFO (local_handles)
   uint64_t bytes = 0;
   char name[64] = {};  // other process: the segment's name
 };
@@ -43,7 +44,10 @@ struct HeapFifo {
 
 class ShmConnection : public Connection {
  public:
+  ~ShmConnection() override { local_handles::withdraw(token); }
+
   FifoEnd end;
+  uint64_t token = 0;  // the receiver's same-process FIFO, as offered
   std::optional<ShmSegment> fifoSegment;  // other-process FIFO mapping
   HeapFifo heap;                          // same-process FIFO (receiver owns)
   bool sameProcess = false;
@@ -104,15 +108,14 @@ class ShmTransport : public Transport {
       if (!c->heap.mem) raise(weftSystemError, "shm: cannot allocate a %zu-byte FIFO", bytes);
       prefault(c->heap.mem, bytes);
       mem = c->heap.mem;
-      offer.addr = reinterpret_cast<uint64_t>(mem);
+      offer.token = c->token = local_handles::publish(mem);
     } else {
       c->fifoSegment = ShmSegment::create("weft-fifo", bytes);
       mem = c->fifoSegment->data();
       snprintf(offer.name, sizeof(offer.name), "%s", c->fifoSegment->name().c_str());
     }
     FifoHeader* hdr = fifoInit(mem, ctx.geometry.nSlots, ctx.geometry.slotBytes);
-    c->end.hdr = hdr;
-    c->end.data = static_cast<char*>(mem) + hdr->dataOffset;
+    c->end.attach(hdr, static_cast<char*>(mem) + hdr->dataOffset, ctx.geometry);
     c->end.consumerBell = ctx.localBell;
     c->end.producerBell = peerDoorbell(ctx, peer);
     ctx.bootstrap->send(peer, tag, &offer, sizeof(offer));
@@ -137,7 +140,8 @@ class ShmTransport : public Transport {
             static_cast<unsigned long>(offer.bytes), bytes);
     void* mem;
     if (c->sameProcess) {
-      mem = reinterpret_cast<void*>(offer.addr);
+      mem = local_handles::find(offer.token);
+      if (!mem) raise(weftRemoteError, "shm: rank %d says it is a thread of this process, but its FIFO is not here", peer);
     } else {
       offer.name[sizeof(offer.name) - 1] = 0;
       c->fifoSegment = ShmSegment::open(offer.name, bytes);
@@ -147,8 +151,10 @@ class ShmTransport : public Transport {
     }
     auto* hdr = static_cast<FifoHeader*>(mem);
     if (hdr->magic != kFifoMagic) raise(weftInternalError, "shm: FIFO from rank %d is not initialised", peer);
-    c->end.hdr = hdr;
-    c->end.data = static_cast<char*>(mem) + hdr->dataOffset;
+    // The slots start where this rank's own layout puts them: the header is
+    // the peer's to write, so nothing in it steers where this rank writes.
+    c->end.attach(hdr, static_cast<char*>(mem) + (bytes - size_t(ctx.geometry.nSlots) * ctx.geometry.slotBytes),
+                  ctx.geometry);
     c->end.producerBell = ctx.localBell;
     c->end.consumerBell = peerDoorbell(ctx, peer);
     return c;

@@ -5,6 +5,7 @@
 
 #include <cstring>
 
+#include "src/bootstrap/handshake.h"
 #include "src/util/error.h"
 #include "src/util/log.h"
 #include "src/util/settings.h"
@@ -35,8 +36,7 @@ StagingFifo::~StagingFifo() {
 SocketConnection::SocketConnection(Params params, std::vector<Socket> sockets, Socket listener)
     : p_(std::move(params)), staging_(p_.geometry), listener_(std::move(listener)), sockets_(std::move(sockets)) {
   FifoEnd end;
-  end.hdr = staging_.header();
-  end.data = staging_.slots();
+  end.attach(staging_.header(), staging_.slots(), p_.geometry);
   if (p_.side == Side::Send) {
     end.producerBell = p_.localBell;  // the executor produces; freeing a slot wakes it
     end.consumerBell = &bell_;        // posting a slot wakes the proxy
@@ -192,19 +192,20 @@ bool SocketConnection::acceptAll() {
                " sockets connected within " + std::to_string(p_.acceptTimeoutMs) + " ms");
       return false;
     }
-    SocketHello h;
+    SocketHello h{};
     Deadline helloDeadline{std::min(deadline.atNs, Deadline::after(kHelloTimeoutMs).atNs)};
-    IoStatus st = tryRecvAll(s.fd(), &h, sizeof(h), helloDeadline, stop);
+    handshake::Session session;
     std::string bad;
-    if (st != IoStatus::Ok) bad = st == IoStatus::Eof ? "closed before a complete hello" : ioStatusName(st);
-    else if (h.magic != kHelloMagic || h.version != kVersion) bad = "bad magic (not a weft socket hello)";
-    else if (memcmp(h.secret, p_.secret.data(), p_.secret.size()) != 0) bad = "wrong secret";
+    if (!handshake::acceptSide(s.fd(), p_.secret, handshake::Purpose::kSocketData, helloDeadline, stop, &session,
+                               &bad) ||
+        !handshake::recvSigned(s.fd(), session.toAcceptor, &h, sizeof(h), helloDeadline, stop, &bad)) {
+      if (stop.raised()) return false;
+    } else if (h.magic != kHelloMagic || h.version != kVersion) bad = "bad magic (not a weft socket hello)";
     else if (h.senderRank != p_.peer || h.tag != p_.tag || h.nonce != p_.nonce)
       bad = "hello for another edge (rank " + std::to_string(h.senderRank) + ", tag " + std::to_string(h.tag) + ")";
     else if (h.index >= p_.nSockets || sockets_[h.index].valid())
       bad = "bad or repeated socket index " + std::to_string(h.index);
     if (!bad.empty()) {
-      if (st == IoStatus::Stopped) return false;
       WEFT_WARN("socket transport: rejected connection from %s: %s", from.str().c_str(), bad.c_str());
       continue;
     }

@@ -8,6 +8,7 @@
 // for that message, connects the sockets and proves the secret on each.
 #include <cstring>
 
+#include "src/bootstrap/handshake.h"
 #include "src/util/error.h"
 #include "src/util/log.h"
 #include "transports/socket/socket_connection.h"
@@ -95,16 +96,17 @@ class SocketTransport final : public Transport {
     std::vector<Socket> sockets;
     for (uint32_t i = 0; i < info.nSockets; ++i) {
       Socket s = connectTo(info.addr, deadline, stop, true);
+      handshake::Session session =
+          handshake::connectSide(s.fd(), ctx.secret, handshake::Purpose::kSocketData, deadline, stop, what);
       SocketHello h;
       memset(&h, 0, sizeof(h));
       h.magic = kHelloMagic;
       h.version = kVersion;
-      memcpy(h.secret, ctx.secret.data(), sizeof(h.secret));
       h.senderRank = ctx.rank;
       h.index = i;
       h.tag = tag;
       h.nonce = info.nonce;
-      sendAll(s.fd(), &h, sizeof(h), deadline, stop, what.c_str());
+      handshake::sendSigned(s.fd(), session.toAcceptor, &h, sizeof(h), deadline, stop, what.c_str());
       sockets.push_back(std::move(s));
     }
     auto p = baseParams(ctx, peer, tag, SocketConnection::Side::Send, nic.name);

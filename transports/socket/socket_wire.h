@@ -8,7 +8,7 @@
 namespace weft::socket_wire {
 
 constexpr uint32_t kHelloMagic = 0x57465348;  // "WFSH"
-constexpr uint32_t kVersion = 2;
+constexpr uint32_t kVersion = 3;
 constexpr uint32_t kMaxSockets = 16;
 
 // Receiver -> sender over the bootstrap: where to connect, and the nonce that
@@ -20,11 +20,12 @@ struct ConnectInfo {
   uint64_t nonce;
 };
 
-// Sender -> receiver, first bytes on every data socket.
+// Sender -> receiver on every data socket, after the handshake of
+// src/bootstrap/handshake.h (which proves the secret both ways), followed by
+// its MAC.
 struct SocketHello {
   uint32_t magic;
   uint32_t version;
-  uint8_t secret[16];
   int32_t senderRank;
   uint32_t index;  // which of the nSockets this is
   uint64_t tag;

@@ -256,8 +256,8 @@ class Runner {
   static plan::FifoGeometry FifoGeometry(const StepFifos& f, const Step& st) {
     const FifoEnd& e = st.nRecv ? f.in[0] : f.out[0];
     plan::FifoGeometry g;
-    g.slotBytes = e.hdr->slotBytes;
-    g.nSlots = e.hdr->nSlots;
+    g.slotBytes = e.geometry.slotBytes;
+    g.nSlots = e.geometry.nSlots;
     return g;
   }
 
