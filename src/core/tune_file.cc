@@ -80,6 +80,9 @@ void loadTuneFile(const std::string& path, algo::CostInputs* in) {
     }
     double* field = fieldFor(&read, key);
     if (!field) raise(weftInvalidArgument, "%s:%d: unknown key '%s'", path.c_str(), lineNo, key.c_str());
+    // The cost model divides by bandwidths and scales.
+    if (v == 0 && (key.find("bandwidth") != std::string::npos || key.rfind("bw_scale.", 0) == 0))
+      raise(weftInvalidArgument, "%s:%d: %s must be positive", path.c_str(), lineNo, key.c_str());
     *field = v;
   }
   bool anyCurve = false;

@@ -27,7 +27,10 @@ int64_t parseIntValue(const char* name, const std::string& text, const std::stri
     if (end[1] && strcasecmp(end + 1, "B") != 0 && strcasecmp(end + 1, "iB") != 0)
       raise(weftInvalidArgument, "%s=%s has trailing characters%s", name, s, w);
   }
-  return static_cast<int64_t>(x) * mult;
+  int64_t value = 0;
+  if (__builtin_mul_overflow(static_cast<int64_t>(x), mult, &value))
+    raise(weftInvalidArgument, "%s=%s is out of range%s", name, s, w);
+  return value;
 }
 
 bool parseBoolValue(const char* name, const std::string& text, const std::string& where) {

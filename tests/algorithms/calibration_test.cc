@@ -152,6 +152,8 @@ TEST(TuneFile, RejectsBadCurves) {
       "measured.ring 64 10\n",                                                              // no shape
       "measured.nranks 2.5\n",                                                               // not an integer
       "measured.quick 64 10\n",                                                             // unknown algorithm
+      "net_bandwidth_gbs 0\n",                                                              // divides the model
+      "bw_scale.ring 0\n",
   };
   for (const char* text : bad) {
     std::string path = writeFile(text);

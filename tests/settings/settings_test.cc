@@ -172,6 +172,14 @@ TEST_F(Settings, BadValuesAreErrorsNamingTheVariableAndWhereItWasSet) {
     EXPECT_EQ(e.code(), weftInvalidArgument);
     EXPECT_EQ(std::string(e.what()), "WEFT_NSLOTS=8Q has an unknown suffix");
   }
+  // A size whose suffix overflows 64 bits is an error, not a wrapped value.
+  setenv("WEFT_NSLOTS", "9000000000000G", 1);
+  try {
+    Config::read().get(kNSlots);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), "WEFT_NSLOTS=9000000000000G is out of range");
+  }
 }
 
 TEST_F(Settings, SourceLinesNameEveryValueThatIsNotADefault) {
