@@ -274,8 +274,9 @@ class SocketBootstrap final : public Bootstrap {
     try {
       for (;;) {
         SocketAddress from;
-        Socket s = acceptFrom(listener_, noDeadline(), StopFlags{&stopping_, nullptr}, &from);
-        if (!s.valid()) return;
+        Socket s = acceptOne(&from);
+        if (stopping_.load()) return;
+        if (!s.valid()) continue;
         std::lock_guard<std::mutex> lock(readersMu_);
         pruneReaders();
         Reader& r = readers_.emplace_back();
@@ -283,14 +284,32 @@ class SocketBootstrap final : public Bootstrap {
         try {
           r.thread = std::thread([this, &r, from] { readLoop(r, from); });
         } catch (const std::system_error& e) {
-          reject(from, std::string("no thread to read it (") + e.what() +
-                           "; the process may be at its thread limit: ulimit -u, /proc/sys/kernel/threads-max)");
+          reject(from, std::string("no thread to read it (") + e.what() + resourceHint(e.code().value(), "thread") +
+                           ")");
           readers_.pop_back();
         }
       }
     } catch (const std::exception& e) {
       WEFT_WARN("bootstrap rank %d: listener failed: %s", rank_, e.what());
     }
+  }
+
+  // Out of descriptors, the listener says so (with the limit) and keeps
+  // trying: readers that end give theirs back, and a peer's connect is
+  // retried until its deadline. Invalid when nothing was accepted.
+  Socket acceptOne(SocketAddress* from) {
+    int limitErr = 0;
+    Socket s = acceptFrom(listener_, noDeadline(), StopFlags{&stopping_, nullptr}, from, &limitErr);
+    if (!limitErr) return s;
+    if (!acceptStarved_.exchange(true))
+      WEFT_WARN("bootstrap rank %d: cannot accept peer connections: %s%s", rank_, strerror(limitErr),
+                resourceHint(limitErr).c_str());
+    {
+      std::lock_guard<std::mutex> lock(readersMu_);
+      pruneReaders();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    return Socket();
   }
 
   // Frees the threads and descriptors of connections that ended (rejected
@@ -434,6 +453,7 @@ class SocketBootstrap final : public Bootstrap {
   std::atomic<bool> shutDown_{false};
   std::atomic<bool> stopping_{false};
   std::thread acceptThread_;
+  std::atomic<bool> acceptStarved_{false};  // warned once that accept ran out of descriptors
   std::mutex readersMu_;
   std::list<Reader> readers_;         // a list: readers keep pointers to their entry
   std::unique_ptr<std::atomic<bool>[]> connectedFrom_;  // a reader serves that rank

@@ -94,8 +94,8 @@ class Root {
       });
     } catch (const std::system_error& e) {
       handlers.pop_back();
-      WEFT_WARN("bootstrap root: rejected connection from %s: no thread to serve it (%s; the process may be at its "
-                "thread limit: ulimit -u, /proc/sys/kernel/threads-max)", from.str().c_str(), e.what());
+      WEFT_WARN("bootstrap root: rejected connection from %s: no thread to serve it (%s%s)", from.str().c_str(),
+                e.what(), resourceHint(e.code().value(), "thread").c_str());
     }
   }
 

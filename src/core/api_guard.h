@@ -4,6 +4,8 @@
 
 #include <exception>
 #include <new>
+#include <string>
+#include <system_error>
 
 #include "src/core/comm.h"
 #include "src/util/error.h"
@@ -20,6 +22,13 @@ weftResult_t guarded(F&& body) noexcept {
     return e.code();
   } catch (const std::bad_alloc&) {
     WEFT_WARN("out of memory");
+    setLastError("out of memory");
+    return weftSystemError;
+  } catch (const std::system_error& e) {
+    // Thread creation and the like: the system said no, with a reason.
+    std::string msg = std::string(e.what()) + resourceHint(e.code().value(), "thread");
+    WEFT_WARN("%s", msg.c_str());
+    setLastError(msg);
     return weftSystemError;
   } catch (const std::exception& e) {
     WEFT_WARN("internal error: %s", e.what());

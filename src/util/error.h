@@ -22,7 +22,15 @@ class Error : public std::runtime_error {
 // Builds the message with printf-style formatting, logs it at WARN and throws.
 [[noreturn]] void raise(weftResult_t code, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
 
-// Throws a weftSystemError naming the failed call and errno's text.
+// Throws a weftSystemError naming the failed call and errno's text (and,
+// where errno says a limit was hit, resourceHint's advice).
 [[noreturn]] void raiseErrno(const char* what);
+
+// For an errno that means a process or system limit was reached (EMFILE,
+// ENFILE, EAGAIN from thread creation, ENOMEM from locking memory, ENOSPC in
+// /dev/shm): "; " + which limit, its current value and how to raise it.
+// Empty for other errors. `context` says what failed ("thread", "shm",
+// "pin", or anything else for descriptors).
+std::string resourceHint(int err, const char* context = "");
 
 }  // namespace weft

@@ -338,7 +338,7 @@ Socket connectTo(const SocketAddress& addr, Deadline deadline, StopFlags stop, b
   }
 }
 
-Socket acceptFrom(const Socket& listener, Deadline deadline, StopFlags stop, SocketAddress* peer) {
+Socket acceptFrom(const Socket& listener, Deadline deadline, StopFlags stop, SocketAddress* peer, int* limitErr) {
   for (;;) {
     if (stop.raised() || deadline.passed()) return Socket();
     pollfd p{listener.fd(), POLLIN, 0};
@@ -351,6 +351,10 @@ Socket acceptFrom(const Socket& listener, Deadline deadline, StopFlags stop, Soc
     int fd = ::accept4(listener.fd(), reinterpret_cast<sockaddr*>(&ss), &len, SOCK_CLOEXEC | SOCK_NONBLOCK);
     if (fd < 0) {
       if (errno == EAGAIN || errno == EINTR || errno == ECONNABORTED) continue;
+      if (limitErr && (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)) {
+        *limitErr = errno;
+        return Socket();
+      }
       raiseErrno("accept");
     }
     if (peer) *peer = SocketAddress::fromSockaddr(reinterpret_cast<sockaddr*>(&ss), len);

@@ -123,7 +123,11 @@ Socket connectTo(const SocketAddress& addr, Deadline deadline, StopFlags stop, b
 
 // Waits for one incoming connection. Returns an invalid Socket when the
 // deadline passed or a stop flag was raised (callers decide what that means).
-Socket acceptFrom(const Socket& listener, Deadline deadline, StopFlags stop, SocketAddress* peer);
+// With `limitErr`, running out of descriptors or buffers (EMFILE, ENFILE,
+// ENOBUFS, ENOMEM) also returns an invalid Socket with *limitErr set,
+// instead of throwing: a listener can wait for descriptors to come back.
+Socket acceptFrom(const Socket& listener, Deadline deadline, StopFlags stop, SocketAddress* peer,
+                  int* limitErr = nullptr);
 
 enum class IoStatus { Ok, Eof, Timeout, Stopped, Error };
 

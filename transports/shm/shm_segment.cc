@@ -42,16 +42,21 @@ ShmSegment ShmSegment::create(const std::string& prefix, size_t bytes) {
   snprintf(name, sizeof(name), "/%s-%02x%02x%02x%02x%02x%02x%02x%02x", prefix.c_str(), rnd[0], rnd[1], rnd[2], rnd[3],
            rnd[4], rnd[5], rnd[6], rnd[7]);
   int fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
-  if (fd < 0) raise(weftSystemError, "shm: shm_open(%s) failed: %s (is /dev/shm mounted and large enough?)", name,
-                    strerror(errno));
+  if (fd < 0) {
+    const int e = errno;
+    const std::string hint = resourceHint(e, "shm");
+    raise(weftSystemError, "shm: shm_open(%s) failed: %s%s", name, strerror(e),
+          hint.empty() ? " (is /dev/shm mounted and writable?)" : hint.c_str());
+  }
   // posix_fallocate reserves the pages now: a full /dev/shm fails here with a
   // clear error instead of SIGBUS on first touch.
   int err = posix_fallocate(fd, 0, static_cast<off_t>(bytes));
   if (err) {
     close(fd);
     shm_unlink(name);
-    raise(weftSystemError, "shm: cannot reserve %zu bytes for %s: %s (is /dev/shm too small?)", bytes, name,
-          strerror(err));
+    const std::string hint = resourceHint(err, "shm");
+    raise(weftSystemError, "shm: cannot reserve %zu bytes for %s: %s%s", bytes, name, strerror(err),
+          hint.empty() ? " (is /dev/shm too small?)" : hint.c_str());
   }
   ShmSegment s;
   s.addr_ = mapFd(fd, bytes, name);

@@ -1,0 +1,50 @@
+// Errors that come from a process limit say which limit and how to raise it.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <string>
+
+#include "src/util/error.h"
+#include "transports/shm/shm_segment.h"
+
+namespace weft {
+namespace {
+
+TEST(ResourceHint, NamesTheLimitAndItsValue) {
+  EXPECT_NE(resourceHint(EMFILE).find("ulimit -n is "), std::string::npos) << resourceHint(EMFILE);
+  EXPECT_NE(resourceHint(EAGAIN, "thread").find("ulimit -u"), std::string::npos);
+  EXPECT_NE(resourceHint(ENOMEM, "pin").find("ulimit -l"), std::string::npos);
+  EXPECT_NE(resourceHint(ENOSPC, "shm").find("/dev/shm"), std::string::npos);
+  EXPECT_EQ(resourceHint(EAGAIN), "");  // an EAGAIN from I/O is no limit
+  EXPECT_EQ(resourceHint(ECONNRESET), "");
+}
+
+// In a child whose descriptors are used up, creating a shm segment fails with
+// the open-file limit named (it used to blame the size of /dev/shm).
+TEST(ResourceHint, ShmSegmentOutOfDescriptorsNamesUlimit) {
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    rlimit r{32, 32};
+    if (setrlimit(RLIMIT_NOFILE, &r) != 0) _exit(3);
+    while (open("/dev/null", O_RDONLY) >= 0) {
+    }
+    try {
+      ShmSegment::create("weft-test", 4096);
+      _exit(4);
+    } catch (const Error& e) {
+      _exit(std::string(e.what()).find("ulimit -n is 32") != std::string::npos ? 0 : 5);
+    }
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "3: setrlimit failed, 4: no error, 5: the error does not name the limit";
+}
+
+}  // namespace
+}  // namespace weft
