@@ -7,6 +7,7 @@
 #include "src/compress/compressor.h"
 #include "src/compress/reducer.h"
 #include "src/core/api_guard.h"
+#include "src/core/comm.h"
 #include "src/kernels/reduce.h"
 #include "src/util/clock.h"
 
@@ -70,6 +71,42 @@ void checkBuffers(int n, void* const* buffers, const size_t* counts, weftDataTyp
     if (counts[i] > 0 && !buffers[i]) raise(weftInvalidArgument, "weftReducerCreate: buffer %d is NULL with count %zu", i, counts[i]);
 }
 
+// Every rank must register the same layout, or their bucket AllReduces
+// would not match: compared over the bootstrap, weftInvalidUsage on every
+// rank when any differs.
+void agreeOnLayout(const weftReducer* r, size_t bucketBytes, size_t firstBytes) {
+  struct Layout {
+    uint64_t nbuffers, elements, hash, bucketBytes, firstBytes;
+    int32_t type, average, compress, pad;
+  };
+  Layout mine{};
+  mine.nbuffers = r->counts.size();
+  mine.hash = 1469598103934665603ull;  // FNV-1a over the counts
+  for (size_t c : r->counts) {
+    mine.elements += c;
+    mine.hash = (mine.hash ^ c) * 1099511628211ull;
+  }
+  mine.bucketBytes = bucketBytes;
+  mine.firstBytes = firstBytes;
+  mine.type = r->type;
+  mine.average = r->average;
+  mine.compress = r->compress;
+  std::vector<Layout> all(r->comm->nranks);
+  all[r->comm->rank] = mine;
+  {
+    std::lock_guard<std::mutex> lock(r->comm->execMutex);  // shared with WEFT_CHECK
+    r->comm->bootstrap->allGather(all.data(), sizeof(Layout));
+  }
+  for (int q = 0; q < r->comm->nranks; q++)
+    if (memcmp(&all[q], &mine, sizeof(Layout)) != 0)
+      raise(weftInvalidUsage,
+            "weftReducerCreate: ranks registered different buffers or settings: rank %d has %lu buffers of %lu "
+            "elements in all, rank %d has %lu of %lu (or their counts, type, bucket sizes, average or compression "
+            "differ)",
+            r->comm->rank, static_cast<unsigned long>(mine.nbuffers), static_cast<unsigned long>(mine.elements), q,
+            static_cast<unsigned long>(all[q].nbuffers), static_cast<unsigned long>(all[q].elements));
+}
+
 // Buckets, their flat buffers and (optionally) one compressor each.
 void buildBuckets(weftReducer* r, size_t bucketBytes, size_t firstBytes, const weftCompressConfig& cc) {
   std::vector<size_t> bytes(r->counts.size());
@@ -125,6 +162,7 @@ WEFT_API weftResult_t weftReducerCreate(weftComm_t comm, int nbuffers, void* con
     size_t bucketBytes = 0, firstBytes = 0;
     weftCompressConfig cc;
     applyConfig(r.get(), config, &bucketBytes, &firstBytes, &cc);
+    agreeOnLayout(r.get(), bucketBytes, firstBytes);
     buildBuckets(r.get(), bucketBytes, firstBytes, cc);
     r->worker = std::thread([p = r.get()] { p->run(); });
     WEFT_INFO(kColl, "%s: %d buffers in %zu buckets (first %zu B, then %zu B), %s, compression %s", fn, nbuffers,

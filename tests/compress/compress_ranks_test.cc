@@ -257,6 +257,21 @@ TEST(CompressBadInput, RanksThatDisagreeAllFail) {
   EXPECT_NE(logTextSince(logStart).find("ranks disagree"), std::string::npos);
 }
 
+TEST(CompressBadInput, ReducerLayoutsThatDifferAllFail) {
+  ThreadRanks ranks(2);
+  ASSERT_EQ(ranks.status(), weftSuccess);
+  const long logStart = logFileEnd();
+  EXPECT_EQ(ranks.run([&](int r) -> std::string {
+    std::vector<float> a(8), b(8);
+    void* bufs[2] = {a.data(), b.data()};
+    const size_t counts[2] = {8, size_t(r == 0 ? 8 : 4)};
+    weftReducer_t red = nullptr;
+    weftResult_t rc = weftReducerCreate(ranks.comm(r), 2, bufs, counts, weftFloat32, nullptr, &red);
+    return rc == weftInvalidUsage ? "" : err(r, "create with different layouts", rc);
+  }), "");
+  EXPECT_NE(logTextSince(logStart).find("ranks registered different buffers"), std::string::npos);
+}
+
 TEST(CompressBadInput, CompressorOfADestroyedCommunicator) {
   weftCompressor_t c = nullptr;
   {
