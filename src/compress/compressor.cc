@@ -125,7 +125,7 @@ void runTopK(weftCompressor* c, const void* send, void* recv) {
   std::span<float> v = compressInput(c, send);
   const size_t k = topkCount(c->count, c->ratio);
   c->chosen.resize(k);
-  selectTopK(v, k, c->order, c->chosen);
+  selectTopK(v, k, c->mags, c->chosen);
   const size_t blockBytes = k * sizeof(TopKPair);
   c->sendBytes.resize(blockBytes);
   c->recvBytes.resize(blockBytes * c->nranks);

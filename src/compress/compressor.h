@@ -38,7 +38,8 @@ struct weftCompressor {
   std::mutex mutex;
   // Scratch, kept between calls so a training loop allocates once.
   std::vector<float> work;
-  std::vector<uint32_t> order, chosen;
+  std::vector<float> mags;
+  std::vector<uint32_t> chosen;
   std::vector<unsigned char> sendBytes, recvBytes;
 };
 

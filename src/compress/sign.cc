@@ -1,5 +1,6 @@
 #include "src/compress/sign.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -16,9 +17,6 @@ float scaleOf(const void* block) {
   memcpy(&s, block, sizeof(s));
   return s;
 }
-inline float decoded(const uint64_t* w, size_t i, float scale) {
-  return ((w[i / 64] >> (i % 64)) & 1u) ? scale : -scale;
-}
 }  // namespace
 
 size_t signBlockBytes(size_t elems) { return kHeaderBytes + 8 * ((elems + 63) / 64); }
@@ -28,30 +26,43 @@ float packSigns(std::span<const float> x, void* block) {
   for (float v : x) sum += std::fabs(v);
   const float scale = x.empty() ? 0.0f : static_cast<float>(sum / static_cast<double>(x.size()));
   char* b = static_cast<char*>(block);
-  memset(b, 0, signBlockBytes(x.size()));
+  memset(b, 0, kHeaderBytes);
   memcpy(b, &scale, sizeof(scale));
   uint64_t* w = reinterpret_cast<uint64_t*>(b + kHeaderBytes);
-  for (size_t i = 0; i < x.size(); i++)
-    if (!std::signbit(x[i]) || x[i] == 0.0f) w[i / 64] |= uint64_t(1) << (i % 64);
+  // A word at a time, built in a register.
+  for (size_t base = 0; base < x.size(); base += 64) {
+    const size_t n = std::min<size_t>(64, x.size() - base);
+    uint64_t word = 0;
+    for (size_t i = 0; i < n; i++) word |= uint64_t(!(x[base + i] < 0.0f)) << i;
+    w[base / 64] = word;
+  }
   return scale;
 }
 
-void unpackSigns(const void* block, std::span<float> out) {
+namespace {
+// f(i, +scale or -scale) for every entry, a word at a time.
+template <class F>
+void forEachDecoded(const void* block, size_t count, F&& f) {
   const float s = scaleOf(block);
   const uint64_t* w = bits(block);
-  for (size_t i = 0; i < out.size(); i++) out[i] = decoded(w, i, s);
+  for (size_t base = 0; base < count; base += 64) {
+    const size_t n = std::min<size_t>(64, count - base);
+    const uint64_t word = w[base / 64];
+    for (size_t i = 0; i < n; i++) f(base + i, ((word >> i) & 1u) ? s : -s);
+  }
+}
+}  // namespace
+
+void unpackSigns(const void* block, std::span<float> out) {
+  forEachDecoded(block, out.size(), [&](size_t i, float d) { out[i] = d; });
 }
 
 void unpackSignsAdd(const void* block, std::span<float> out) {
-  const float s = scaleOf(block);
-  const uint64_t* w = bits(block);
-  for (size_t i = 0; i < out.size(); i++) out[i] += decoded(w, i, s);
+  forEachDecoded(block, out.size(), [&](size_t i, float d) { out[i] += d; });
 }
 
 void signResidual(std::span<const float> x, const void* block, std::span<float> residual) {
-  const float s = scaleOf(block);
-  const uint64_t* w = bits(block);
-  for (size_t i = 0; i < x.size(); i++) residual[i] = x[i] - decoded(w, i, s);
+  forEachDecoded(block, x.size(), [&](size_t i, float d) { residual[i] = x[i] - d; });
 }
 
 }  // namespace weft::compress

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
-#include <numeric>
+#include <functional>
 
 namespace weft::compress {
 
@@ -18,19 +18,24 @@ namespace {
 inline float magnitude(float x) { return std::isnan(x) ? INFINITY : std::fabs(x); }
 }  // namespace
 
-void selectTopK(std::span<const float> v, size_t k, std::vector<uint32_t>& order, std::span<uint32_t> chosen) {
-  order.resize(v.size());
-  std::iota(order.begin(), order.end(), uint32_t(0));
-  // A strict order on (magnitude descending, index ascending): the k first
-  // entries after nth_element are the same set on every run.
-  auto larger = [&v](uint32_t a, uint32_t b) {
-    const float ma = magnitude(v[a]), mb = magnitude(v[b]);
-    return ma > mb || (ma == mb && a < b);
-  };
-  if (k < v.size()) std::nth_element(order.begin(), order.begin() + static_cast<long>(k), order.end(), larger);
-  std::copy(order.begin(), order.begin() + static_cast<long>(k), chosen.begin());
-  // Ascending indices: the scatter-add on every rank walks memory forward.
-  std::sort(chosen.begin(), chosen.begin() + static_cast<long>(k));
+void selectTopK(std::span<const float> v, size_t k, std::vector<float>& mags, std::span<uint32_t> chosen) {
+  if (k == 0) return;
+  // The k-th largest magnitude by nth_element over a contiguous copy of the
+  // magnitudes (O(n) on average, cache-friendly), then one forward pass
+  // that takes every entry above it and the lowest-index entries equal to it:
+  // the first k of the order (magnitude descending, index ascending), found
+  // without sorting, and already ascending.
+  mags.resize(v.size());
+  for (size_t i = 0; i < v.size(); i++) mags[i] = magnitude(v[i]);
+  std::nth_element(mags.begin(), mags.begin() + static_cast<long>(k - 1), mags.end(), std::greater<float>());
+  const float threshold = mags[k - 1];
+  size_t above = 0;
+  for (size_t i = 0; i < k; i++) above += mags[i] > threshold;  // after nth_element, all of them are in front
+  size_t ties = k - above, j = 0;
+  for (size_t i = 0; i < v.size() && j < k; i++) {
+    const float m = magnitude(v[i]);
+    if (m > threshold || (m == threshold && ties > 0 && ties--)) chosen[j++] = uint32_t(i);
+  }
 }
 
 void packPairs(std::span<const float> v, std::span<const uint32_t> chosen, std::span<TopKPair> pairs) {

@@ -60,7 +60,8 @@ class ReferenceCompressor {
     std::vector<compress::TopKPair> all;
     for (int r = 0; r < n_; r++) {
       std::vector<float> v = input(r, inputs[r]);
-      std::vector<uint32_t> order, chosen(k);
+      std::vector<float> order;
+  std::vector<uint32_t> chosen(k);
       compress::selectTopK(v, k, order, chosen);
       std::vector<compress::TopKPair> pairs(k);
       compress::packPairs(v, chosen, pairs);

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -11,6 +12,8 @@
 #include "src/compress/sign.h"
 #include "src/compress/topk.h"
 #include "src/kernels/convert.h"
+#include "src/kernels/functors.h"
+#include "src/kernels/reduce.h"
 
 namespace weft::compress {
 namespace {
@@ -25,14 +28,16 @@ TEST(TopK, CountRoundsUpAndClamps) {
 
 TEST(TopK, SelectsLargestMagnitudesAscending) {
   const std::vector<float> v = {0.5f, -7.0f, 3.0f, 0.0f, -2.0f, 6.0f, 1.0f};
-  std::vector<uint32_t> order, chosen(3);
+  std::vector<float> order;
+  std::vector<uint32_t> chosen(3);
   selectTopK(v, 3, order, chosen);
   EXPECT_EQ(chosen, (std::vector<uint32_t>{1, 2, 5}));
 }
 
 TEST(TopK, TiesGoToTheLowerIndexAndNanCounts) {
   const std::vector<float> v = {1.0f, -1.0f, 1.0f, NAN, 1.0f};
-  std::vector<uint32_t> order, chosen(3);
+  std::vector<float> order;
+  std::vector<uint32_t> chosen(3);
   selectTopK(v, 3, order, chosen);
   EXPECT_EQ(chosen, (std::vector<uint32_t>{0, 1, 3}));
 }
@@ -43,7 +48,8 @@ TEST(TopK, MatchesAFullSortOnRandomInput) {
   std::vector<float> v(10007);
   for (float& x : v) x = dist(rng);
   const size_t k = 101;
-  std::vector<uint32_t> order, chosen(k);
+  std::vector<float> order;
+  std::vector<uint32_t> chosen(k);
   selectTopK(v, k, order, chosen);
   std::vector<uint32_t> all(v.size());
   for (uint32_t i = 0; i < all.size(); i++) all[i] = i;
@@ -114,7 +120,8 @@ TEST(ErrorFeedback, SentPlusResidualIsTheInput) {
   std::normal_distribution<float> dist;
   const size_t n = 1000;
   std::vector<float> residual(n, 0.0f), v(n), sent(n, 0.0f), inSum(n, 0.0f);
-  std::vector<uint32_t> order, chosen(10);
+  std::vector<float> order;
+  std::vector<uint32_t> chosen(10);
   std::vector<TopKPair> pairs(10);
   for (int step = 0; step < 50; step++) {
     for (size_t i = 0; i < n; i++) {
@@ -145,6 +152,31 @@ TEST(WireConversion, RoundsToNearestEven) {
   kernels::narrowToFloat(back.data(), w.data(), x.size(), weftFloat16);
   EXPECT_EQ(back[1], 1.0f + 1.0f / 256);    // float16 has 10 mantissa bits
   EXPECT_TRUE(std::isinf(back[3]));         // float16 overflows
+}
+
+// The fast conversions agree with the reduction functors' scalar ones on
+// every kind of value: random bit patterns (NaNs, infinities, subnormals).
+TEST(WireConversion, MatchesTheFunctorsBitForBit) {
+  std::mt19937 rng(11);
+  std::vector<float> x(100003);
+  for (float& f : x) {
+    const uint32_t u = rng();
+    memcpy(&f, &u, 4);
+  }
+  x[0] = 65504.0f, x[1] = 65520.0f, x[2] = 3.3895314e38f, x[3] = -0.0f, x[4] = 1e-40f;
+  std::vector<uint16_t> w(x.size());
+  std::vector<float> back(x.size());
+  for (weftDataType_t t : {weftBfloat16, weftFloat16}) {
+    kernels::floatToNarrow(w.data(), x.data(), x.size(), t);
+    kernels::narrowToFloat(back.data(), w.data(), x.size(), t);
+    for (size_t i = 0; i < x.size(); i++) {
+      const uint16_t want = t == weftBfloat16 ? kernels::floatToBf16(x[i]) : kernels::floatToHalf(x[i]);
+      ASSERT_EQ(w[i], want) << kernels::typeName(t) << " encode of element " << i << " = " << x[i];
+      const float dec = t == weftBfloat16 ? kernels::bf16ToFloat(w[i]) : kernels::halfToFloat(w[i]);
+      if (std::isnan(dec)) ASSERT_TRUE(std::isnan(back[i]));
+      else ASSERT_EQ(back[i], dec) << kernels::typeName(t) << " decode of element " << i;
+    }
+  }
 }
 
 TEST(Buckets, ReverseOrderWithASmallFirstBucket) {
