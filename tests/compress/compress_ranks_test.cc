@@ -192,6 +192,43 @@ TEST(CompressRanks, NarrowWireWithinTheDocumentedBound) {
   }
 }
 
+// On a host stream the whole compressed AllReduce is one queued task, in
+// order with the stream's other work; the plain AllReduce of the same count
+// afterwards does not reuse the narrow-wire plan (the plan cache keys on
+// the wire format); Destroy refuses while a call is queued.
+TEST(CompressRanks, HostStreamOrderAndPlanCacheKey) {
+  ThreadRanks ranks(2);
+  ASSERT_EQ(ranks.status(), weftSuccess);
+  const size_t count = 10007;
+  EXPECT_EQ(ranks.run([&](int r) -> std::string {
+    weftStream_t s = nullptr;
+    weftHostStreamCreate(&s);
+    weftCompressConfig cfg = config(weftCompressBf16);
+    weftCompressor_t c = nullptr;
+    if (weftResult_t rc = weftCompressorCreate(ranks.comm(r), count, weftFloat32, &cfg, &c)) return err(r, "create", rc);
+    std::vector<float> g = gradient(r, 0, count, false), narrow(count), exact(count);
+    std::string problems;
+    if (weftCompressedAllReduce(g.data(), narrow.data(), c, s) != weftSuccess) problems += "queue\n";
+    // Queued behind the compressed call on the same stream.
+    if (weftAllReduce(g.data(), exact.data(), count, weftFloat32, weftSum, ranks.comm(r), s) != weftSuccess)
+      problems += "queue 2\n";
+    weftResult_t busy = weftCompressorDestroy(c);  // may or may not still be queued
+    if (weftHostStreamSynchronize(s) != weftSuccess) problems += "synchronize\n";
+    std::vector<float> other = gradient(1 - r, 0, count, false);
+    size_t differ = 0;
+    for (size_t i = 0; i < count; i++) {
+      const float sum = g[i] + other[i];  // two ranks: one float32 addition, exact reference
+      if (exact[i] != sum) problems += "plain AllReduce is not exact at " + std::to_string(i) + "\n";
+      differ += narrow[i] != sum;
+      if (problems.size() > 200) break;
+    }
+    if (differ < count / 2) problems += "bf16 results look unrounded\n";
+    if (busy != weftSuccess && weftCompressorDestroy(c) != weftSuccess) problems += "destroy\n";
+    weftHostStreamDestroy(s);
+    return problems;
+  }), "");
+}
+
 // A bad call returns `code`, logs a WARN line containing `text`, and
 // leaves the output as it was.
 #define EXPECT_REFUSED(call, code, text)                                                  \
