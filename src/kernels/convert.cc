@@ -20,8 +20,9 @@ namespace {
 inline uint16_t bf16Bits(float f) {
   uint32_t u;
   memcpy(&u, &f, sizeof(u));
-  if ((u & 0x7fffffffu) > 0x7f800000u) return uint16_t((u >> 16) | 0x40u);
-  return uint16_t((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+  const uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+  const uint32_t quietNan = (u >> 16) | 0x40u;
+  return uint16_t((u & 0x7fffffffu) > 0x7f800000u ? quietNan : rounded);  // a select, no branch
 }
 
 inline float bf16Value(uint16_t h) {
