@@ -18,19 +18,49 @@ namespace {
 inline float magnitude(float x) { return std::isnan(x) ? INFINITY : std::fabs(x); }
 }  // namespace
 
-void selectTopK(std::span<const float> v, size_t k, std::vector<float>& mags, std::span<uint32_t> chosen) {
+namespace {
+
+constexpr size_t kSample = 1 << 16;
+
+// The k-th largest magnitude of v. Large inputs with a small k: a strided
+// sample gives a threshold that keeps about twice k entries (plus margin),
+// and nth_element runs only over the entries at or above it; when too few
+// pass (an unlucky sample), over all of them. Either way O(n) on average.
+float kthMagnitude(std::span<const float> v, size_t k, std::vector<float>& scratch) {
+  const size_t n = v.size();
+  if (n >= 4 * kSample && k <= n / 16) {
+    const size_t stride = n / kSample;
+    scratch.resize(kSample);
+    for (size_t j = 0; j < kSample; j++) scratch[j] = magnitude(v[j * stride]);
+    const size_t want = std::min(kSample - 1, 2 * (k * kSample / n) + 64);
+    std::nth_element(scratch.begin(), scratch.begin() + static_cast<long>(want), scratch.end(), std::greater<float>());
+    const float estimate = scratch[want];
+    scratch.clear();
+    for (float x : v)
+      if (magnitude(x) >= estimate) scratch.push_back(magnitude(x));
+    if (scratch.size() >= k) {
+      std::nth_element(scratch.begin(), scratch.begin() + static_cast<long>(k - 1), scratch.end(),
+                       std::greater<float>());
+      return scratch[k - 1];
+    }
+  }
+  scratch.resize(n);
+  for (size_t i = 0; i < n; i++) scratch[i] = magnitude(v[i]);
+  std::nth_element(scratch.begin(), scratch.begin() + static_cast<long>(k - 1), scratch.end(), std::greater<float>());
+  return scratch[k - 1];
+}
+
+}  // namespace
+
+void selectTopK(std::span<const float> v, size_t k, std::vector<float>& scratch, std::span<uint32_t> chosen) {
   if (k == 0) return;
-  // The k-th largest magnitude by nth_element over a contiguous copy of the
-  // magnitudes (O(n) on average, cache-friendly), then one forward pass
-  // that takes every entry above it and the lowest-index entries equal to it:
-  // the first k of the order (magnitude descending, index ascending), found
-  // without sorting, and already ascending.
-  mags.resize(v.size());
-  for (size_t i = 0; i < v.size(); i++) mags[i] = magnitude(v[i]);
-  std::nth_element(mags.begin(), mags.begin() + static_cast<long>(k - 1), mags.end(), std::greater<float>());
-  const float threshold = mags[k - 1];
+  // The k-th largest magnitude, then one forward pass that takes every
+  // entry above it and the lowest-index entries equal to it: the first k of
+  // the order (magnitude descending, index ascending), found without
+  // sorting, and already ascending.
+  const float threshold = kthMagnitude(v, k, scratch);
   size_t above = 0;
-  for (size_t i = 0; i < k; i++) above += mags[i] > threshold;  // after nth_element, all of them are in front
+  for (float x : v) above += magnitude(x) > threshold;
   size_t ties = k - above, j = 0;
   for (size_t i = 0; i < v.size() && j < k; i++) {
     const float m = magnitude(v[i]);

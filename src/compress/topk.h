@@ -28,10 +28,11 @@ static_assert(sizeof(TopKPair) == 8);
 size_t topkCount(size_t count, double ratio);
 
 // The indices of the k entries of v with the largest |v|, ascending. O(n)
-// on average (nth_element, no sort); ties go to the lower index and NaN
-// counts as the largest magnitude, so the choice is deterministic. `mags`
-// is scratch of any size (it is resized to v.size()).
-void selectTopK(std::span<const float> v, size_t k, std::vector<float>& mags, std::span<uint32_t> chosen);
+// on average (nth_element over a sample's candidates or over all
+// magnitudes, no sort); ties go to the lower index and NaN counts as the
+// largest magnitude, so the choice is deterministic. `scratch` is reused
+// between calls.
+void selectTopK(std::span<const float> v, size_t k, std::vector<float>& scratch, std::span<uint32_t> chosen);
 
 // pairs[j] = {chosen[j], v[chosen[j]]}.
 void packPairs(std::span<const float> v, std::span<const uint32_t> chosen, std::span<TopKPair> pairs);

@@ -59,6 +59,27 @@ TEST(TopK, MatchesAFullSortOnRandomInput) {
   EXPECT_EQ(chosen, expect);
 }
 
+// Large inputs take the sampled path: the same set as a full sort, also
+// when most entries tie.
+TEST(TopK, SampledPathMatchesAFullSort) {
+  std::mt19937 rng(5);
+  std::normal_distribution<float> dist;
+  for (bool ties : {false, true}) {
+    std::vector<float> v(300007);
+    for (float& x : v) x = ties ? float(int(dist(rng) * 2)) : dist(rng);
+    const size_t k = 3000;
+    std::vector<float> scratch;
+    std::vector<uint32_t> chosen(k);
+    selectTopK(v, k, scratch, chosen);
+    std::vector<uint32_t> all(v.size());
+    for (uint32_t i = 0; i < all.size(); i++) all[i] = i;
+    std::stable_sort(all.begin(), all.end(), [&](uint32_t a, uint32_t b) { return std::fabs(v[a]) > std::fabs(v[b]); });
+    std::vector<uint32_t> expect(all.begin(), all.begin() + k);
+    std::sort(expect.begin(), expect.end());
+    EXPECT_EQ(chosen, expect) << (ties ? "with ties" : "distinct");
+  }
+}
+
 TEST(TopK, PackKeepUnsentAndScatterAdd) {
   const std::vector<float> v = {1.5f, -4.0f, 0.25f, 8.0f};
   const std::vector<uint32_t> chosen = {1, 3};
