@@ -145,6 +145,10 @@ weftResult_t weftReducer::finishStep(std::unique_lock<std::mutex>& lock, int64_t
   doneCv.wait(lock, [this] { return finished == started; });
   const int64_t end = nowNs();
   weftResult_t r = complete ? error : weftInvalidUsage;
+  if (r == weftSuccess && !written) {
+    WEFT_WARN("weftReducerWait: every bucket finished but the results were not written back");
+    r = weftInternalError;
+  }
   if (complete && r == weftSuccess) {
     if (!stepStart) stepStart = waitEnter;
     int64_t comm = 0;
