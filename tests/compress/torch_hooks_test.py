@@ -18,7 +18,6 @@ try:
 except ImportError:
     sys.exit(77)
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "bindings", "torch"))
 import importlib.util
 
 spec = importlib.util.spec_from_file_location(
