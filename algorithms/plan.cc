@@ -4,6 +4,17 @@
 
 namespace weft::plan {
 
+uint32_t wireElemSize(Wire w, uint32_t elemSize) { return w == Wire::Native ? elemSize : 2; }
+
+const char* wireName(Wire w) {
+  switch (w) {
+    case Wire::Bf16: return "bf16";
+    case Wire::Fp16: return "fp16";
+    case Wire::Native: break;
+  }
+  return "native";
+}
+
 Step send(int peer, Buf src, uint64_t srcOff, uint64_t count, uint8_t flags, uint8_t conn) {
   Step s;
   s.nSend = 1;

@@ -41,6 +41,17 @@ const char* collName(Coll c);
 // the call (for grouped point-to-point, those bound to the step's channel).
 enum class Buf : uint8_t { None, Send, Recv, Scratch };
 
+// The element format in the FIFOs when it differs from the buffers'. A plan
+// with a narrow wire format is built for float32 buffers: every step that
+// receives decodes the pieces to float32, reduces in float32, and every step
+// that sends rounds its result to the wire format once (to nearest even).
+// A step that both keeps and sends its result keeps the rounded value, so
+// every rank ends with the same bits. Offsets and counts stay in elements.
+enum class Wire : uint8_t { Native, Bf16, Fp16 };
+// Bytes of one element in the FIFOs (elemSize for Native).
+uint32_t wireElemSize(Wire w, uint32_t elemSize);
+const char* wireName(Wire w);
+
 enum StepFlags : uint8_t {
   kPreOp = 1,   // apply the op's pre-scaling (PreMulSum) to the local input
   kPostOp = 2,  // apply the op's finalisation (Avg: divide by nranks) to the result
@@ -96,6 +107,8 @@ struct Plan {
   // plan was built for, which may be smaller than the FIFOs' real slots
   // (the selector picks it per call). 0: a whole FIFO slot.
   uint64_t sliceBytes = 0;
+  // The FIFOs' element format (see Wire); elemSize stays the buffers'.
+  Wire wire = Wire::Native;
   std::vector<ChannelPlan> channels;
 
   size_t stepCount() const;

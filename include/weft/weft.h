@@ -229,6 +229,118 @@ WEFT_API weftResult_t weftHostStreamSynchronize(weftStream_t stream);
 WEFT_API weftResult_t weftHostStreamQuery(weftStream_t stream);
 WEFT_API weftResult_t weftHostStreamDestroy(weftStream_t stream);
 
+
+/* ---- Compressed AllReduce ------------------------------------------------ */
+/* An approximate sum over ranks that sends fewer bytes (docs/compression.md).
+ * Host buffers only, for now. */
+
+typedef enum {
+  weftCompressNone = 0, /* no compression (a weftReducer's default); not a compressor kind */
+  weftCompressBf16 = 1, /* the ring with bfloat16 on the wire, float32 reductions */
+  weftCompressFp16 = 2, /* the ring with float16 on the wire (overflows past 65504) */
+  weftCompressTopK = 3, /* the ratio largest-magnitude entries per rank, all-gathered */
+  weftCompressSign = 4  /* 1 bit per entry plus a scale per chunk, two phases */
+} weftCompressKind_t;
+
+typedef struct weftCompressor* weftCompressor_t;
+
+/* Initialise with WEFT_COMPRESS_CONFIG_INITIALIZER, then set kind. */
+typedef struct {
+  size_t size;
+  unsigned int magic;
+  int kind;          /* a weftCompressKind_t other than weftCompressNone: required */
+  double ratio;      /* TopK: fraction of entries each rank sends, 0 < ratio <= 1; default 0.01 */
+  int errorFeedback; /* 1: keep what was not sent and add it to the next call's input.
+                        Default 1 for TopK and Sign; bf16/fp16 take only 0 */
+} weftCompressConfig;
+
+#define WEFT_COMPRESS_CONFIG_MAGIC 0xc0de5e1fu
+#define WEFT_COMPRESS_UNDEF_RATIO (-1.0)
+#define WEFT_COMPRESS_CONFIG_INITIALIZER                                                   \
+  {                                                                                        \
+    sizeof(weftCompressConfig), WEFT_COMPRESS_CONFIG_MAGIC, weftCompressNone,              \
+        WEFT_COMPRESS_UNDEF_RATIO, WEFT_CONFIG_UNDEF_INT                                   \
+  }
+
+/* Creates a compressor for AllReduces of `count` elements of `datatype`
+ * (weftFloat32) on comm; it holds the error-feedback residual of one
+ * gradient buffer (or bucket). Collective over comm: every rank must pass the
+ * same count, datatype and config, or every rank gets weftInvalidUsage. */
+WEFT_API weftResult_t weftCompressorCreate(weftComm_t comm, size_t count, weftDataType_t datatype,
+                                           const weftCompressConfig* config, weftCompressor_t* compressor);
+/* recvbuff = the sum over ranks of sendbuff (count elements), approximated
+ * by the compressor's scheme. In place when sendbuff == recvbuff. Ordered on
+ * a host stream like the collectives, or blocking with a NULL stream. */
+WEFT_API weftResult_t weftCompressedAllReduce(const void* sendbuff, void* recvbuff, weftCompressor_t compressor,
+                                              weftStream_t stream);
+/* The compressor's residual, float32, in host memory it owns: the count
+ * entries not yet sent by this rank, then (Sign) the entries of this rank's
+ * chunk not yet sent by its second phase. *count receives the total, 0 for
+ * bf16/fp16 and without error feedback. Read it to checkpoint, write it to
+ * restore; not while an operation of the compressor is queued. */
+WEFT_API weftResult_t weftCompressorResidual(weftCompressor_t compressor, float** residual, size_t* count);
+/* Zeroes the residual (not collective). */
+WEFT_API weftResult_t weftCompressorReset(weftCompressor_t compressor);
+/* Bytes this rank has sent for the compressor's calls so far (all phases). */
+WEFT_API weftResult_t weftCompressorBytesSent(weftCompressor_t compressor, uint64_t* bytes);
+WEFT_API weftResult_t weftCompressorDestroy(weftCompressor_t compressor);
+
+/* ---- Bucketed reducer ------------------------------------------------------ */
+/* Groups gradient buffers into buckets and runs each bucket's AllReduce on a
+ * thread of the reducer as soon as all its buffers are marked ready, while
+ * the caller goes on computing (docs/compression.md). Host buffers only. */
+
+typedef struct weftReducer* weftReducer_t;
+
+typedef struct {
+  size_t size;
+  unsigned int magic;
+  long long bucketBytes;      /* default 25 MiB */
+  long long firstBucketBytes; /* default 1 MiB: the first bucket to fill starts early */
+  int average;                /* 1: divide the sum by nranks; default 0 (sum) */
+  int compress;               /* a weftCompressKind_t; default weftCompressNone */
+  double ratio;               /* the compressors' ratio (TopK) */
+  int errorFeedback;          /* the compressors' error feedback */
+} weftReducerConfig;
+
+#define WEFT_REDUCER_CONFIG_MAGIC 0xb0c4e75u
+#define WEFT_REDUCER_CONFIG_INITIALIZER                                                     \
+  {                                                                                         \
+    sizeof(weftReducerConfig), WEFT_REDUCER_CONFIG_MAGIC, -1, -1, WEFT_CONFIG_UNDEF_INT,     \
+        weftCompressNone, WEFT_COMPRESS_UNDEF_RATIO, WEFT_CONFIG_UNDEF_INT                  \
+  }
+
+/* Measured overlap. Step: from the previous Wait's return (the first
+ * MarkReady for the first step) to this Wait's return. */
+typedef struct {
+  unsigned long long steps;
+  double stepMs;          /* the last step's length */
+  double commMs;          /* time the reducer's thread spent on the last step's buckets */
+  double hiddenMs;        /* of commMs, the part before the caller entered Wait */
+  double waitMs;          /* time the caller spent in the last Wait */
+  double exposedFraction; /* waitMs / stepMs: communication not hidden by compute */
+  double totalStepMs, totalCommMs, totalHiddenMs, totalWaitMs; /* sums over all steps */
+} weftReducerStats;
+
+/* Registers nbuffers gradient buffers (buffers[i], counts[i] elements of
+ * datatype each); results are written back into them. Buckets are filled in
+ * reverse registration order. Collective over comm (the same layout on every
+ * rank). config may be NULL for the defaults. */
+WEFT_API weftResult_t weftReducerCreate(weftComm_t comm, int nbuffers, void* const* buffers, const size_t* counts,
+                                        weftDataType_t datatype, const weftReducerConfig* config,
+                                        weftReducer_t* reducer);
+/* Buffer `index` holds its final gradient for this step; the caller must not
+ * touch it until Wait returns. A bucket whose buffers are all ready starts. */
+WEFT_API weftResult_t weftReducerMarkReady(weftReducer_t reducer, int index);
+/* Waits until every bucket of this step is reduced and written back. Every
+ * buffer must have been marked; otherwise weftInvalidUsage and no buffer is
+ * written. Starts the next step. */
+WEFT_API weftResult_t weftReducerWait(weftReducer_t reducer);
+WEFT_API weftResult_t weftReducerGetStats(weftReducer_t reducer, weftReducerStats* stats);
+/* The bucket of each buffer (buckets[i] for buffer i) and the bucket count. */
+WEFT_API weftResult_t weftReducerBuckets(weftReducer_t reducer, int* buckets, int* nbuckets);
+WEFT_API weftResult_t weftReducerDestroy(weftReducer_t reducer);
+
 #ifdef __cplusplus
 }
 #endif

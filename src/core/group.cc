@@ -129,6 +129,26 @@ weftResult_t submit(const OpDesc& op, weftStream_t stream) {
   return dispatch({op}, stream);
 }
 
+weftResult_t submitTask(const char* fn, weftComm_t comm, weftStream_t stream, std::function<weftResult_t()> task) {
+  if (tlsGroup.depth > 0) {
+    WEFT_WARN("%s: not allowed between weftGroupStart and weftGroupEnd", fn);
+    return weftInvalidUsage;
+  }
+  HostStream* hs = stream ? findHostStream(stream) : nullptr;
+  inflightAdd(comm, +1);
+  if (!hs) {
+    weftResult_t r = task();
+    inflightAdd(comm, -1);
+    return r;
+  }
+  hs->enqueue([comm, task = std::move(task)] {
+    weftResult_t r = task();
+    inflightAdd(comm, -1);
+    return r;
+  });
+  return weftSuccess;
+}
+
 weftResult_t groupStart() {
   tlsGroup.depth++;
   return weftSuccess;

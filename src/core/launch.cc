@@ -126,7 +126,14 @@ TracedCall runCollective(weftComm_t comm, const OpDesc& op) {
   a.count = op.count;
   a.elemSize = static_cast<uint32_t>(kernels::typeSize(op.type));
   a.root = op.root;
-  const algo::CallChoice choice = chooseAlgo(comm, op);
+  algo::CallChoice choice = chooseAlgo(comm, op);
+  // A narrow wire format is a property of the ring's steps (plan::Wire); the
+  // plan is cut into pieces of wire-sized elements, so its chunks fill the
+  // FIFO slots as a ring of that element size would.
+  if (op.wire != plan::Wire::Native) {
+    choice.algo = algo::kRing;
+    a.elemSize = plan::wireElemSize(op.wire, a.elemSize);
+  }
   const algo::AlgoId which = choice.algo;
   a.nChannels = choice.shape.nChannels;
   a.geometry = comm->geometry;
@@ -135,14 +142,21 @@ TracedCall runCollective(weftComm_t comm, const OpDesc& op) {
   // spread over the NICs; trees use channel 0's order. The plan cache needs
   // no key for them because a communicator's orders never change. They are
   // copied only when a plan is built, not on every call, as are the hosts.
-  std::shared_ptr<const plan::Plan> p = comm->plans->get(planKey(a, which, choice.proto), [&] {
+  PlanKey key = planKey(a, which, choice.proto);
+  key.wire = op.wire;
+  std::shared_ptr<const plan::Plan> p = comm->plans->get(key, [&] {
     algo::CollArgs ordered = a;
     if (!comm->ringOrders.empty()) {
       ordered.order = comm->ringOrders[0];
       ordered.channelOrders = comm->ringOrders;
     }
     ordered.hostOf = comm->hostOf;
-    return buildPlan(which, ordered);
+    plan::Plan built = buildPlan(which, ordered);
+    if (op.wire != plan::Wire::Native) {
+      built.wire = op.wire;
+      built.elemSize = static_cast<uint32_t>(kernels::typeSize(op.type));
+    }
+    return built;
   });
   WEFT_INFO(kColl, "%s count %zu type %s op %d root %d: %s, %s, %d channel(s), %zu steps", plan::collName(op.coll),
             op.count, kernels::typeName(op.type), static_cast<int>(op.op.kind), op.root,

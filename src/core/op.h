@@ -23,6 +23,9 @@ struct OpDesc {
   bool device = false;
   weftStream_t stream = nullptr;
   bool isSend = false;  // Send/Recv only
+  // AllReduce of float32 host buffers only: the ring with this narrow FIFO
+  // format (the compressed AllReduce's bf16/fp16 kinds, src/compress).
+  plan::Wire wire = plan::Wire::Native;
   weftComm_t comm = nullptr;
 };
 

@@ -28,6 +28,7 @@ struct PlanKey {
   int channels = 0;
   uint64_t sliceBytes = 0;
   uint32_t nSlots = 0;
+  plan::Wire wire = plan::Wire::Native;
 
   auto operator<=>(const PlanKey&) const = default;
 };

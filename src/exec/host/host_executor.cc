@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "src/core/call_state.h"
+#include "src/kernels/convert.h"
 #include "src/util/clock.h"
 #include "src/util/error.h"
 #include "src/util/log.h"
@@ -36,7 +37,7 @@ class Runner {
   Runner(const plan::Plan& p, std::span<const BufferBinding> b, void* scratch, const kernels::RedOp& op,
          const HostExecContext& ctx)
       : plan_(p), bindings_(b), scratch_(static_cast<char*>(scratch)), op_(op), ctx_(ctx),
-        elem_(p.elemSize),
+        elem_(p.elemSize), fifoElem_(plan::wireElemSize(p.wire, p.elemSize)),
         slice_(p.sliceBytes) {}
 
   void prepare(const FifoLookup& fifos) {
@@ -180,10 +181,10 @@ class Runner {
     if (usesFifo) {
       plan::FifoGeometry g = FifoGeometry(f, st);
       if (slice_ && slice_ < g.slotBytes) g.slotBytes = slice_;
-      uint64_t piece = plan::pieceElems(g, elem_);
+      uint64_t piece = plan::pieceElems(g, fifoElem_);
       if (n > piece) n = piece;
     }
-    const uint64_t bytes = n * elem_;
+    const uint64_t bytes = n * fifoElem_;  // in the FIFOs
 
     const void* in[2] = {nullptr, nullptr};
     void* out[2] = {nullptr, nullptr};
@@ -206,7 +207,8 @@ class Runner {
 
     const char* local = st.src != Buf::None ? base(st.src, st.bind) + (st.srcOff + cur.done) * elem_ : nullptr;
     char* dst = st.dst != Buf::None ? base(st.dst, st.bind) + (st.dstOff + cur.done) * elem_ : nullptr;
-    compute(st, in, local, out, dst, n);
+    if (plan_.wire == plan::Wire::Native) compute(st, in, local, out, dst, n);
+    else computeWire(st, in, local, out, dst, n);
 
     for (int i = 0; i < st.nSend; i++) f.out[i].post(bytes);
     for (int i = 0; i < st.nRecv; i++) f.in[i].release();
@@ -237,7 +239,7 @@ class Runner {
       moved = true;
       if (cur.step == step) continue;
       const Step& st = (*cur.steps)[step];
-      if (st.count) traceStep(*ctx_.trace, ctx_.rank, int(c), uint32_t(step), st, elem_, clock, t1);
+      if (st.count) traceStep(*ctx_.trace, ctx_.rank, int(c), uint32_t(step), st, fifoElem_, clock, t1);
       clock = StepClock{};
       clock.startNs = t1;
     }
@@ -263,11 +265,46 @@ class Runner {
 
   void compute(const Step& st, const void* const in[2], const char* local, void* const out[2], char* dst,
                uint64_t n) {
-    const unsigned pre = (st.flags & plan::kPreOp) ? kernels::kApplyPre : 0;
-    const unsigned post = (st.flags & plan::kPostOp) ? kernels::kApplyPost : 0;
     // The first output receives the result; the others are copies of it.
     void* first = st.nSend ? out[0] : dst;
     if (!first) raise(weftInternalError, "rank %d: plan step has no output: %s", ctx_.rank, plan::describe(st).c_str());
+    reduceInto(first, st, in, local, n);
+    const size_t bytes = n * elem_;
+    if (st.nSend && dst && dst != first) memcpy(dst, first, bytes);
+    for (int i = 1; i < st.nSend; i++) memcpy(out[i], first, bytes);
+  }
+
+  // A narrow wire format (plan::Wire): the received pieces are decoded to
+  // float32, reduced in float32 with the local input, and the result is
+  // rounded once on its way out. A step that also keeps the result keeps the
+  // rounded value, the one its peers receive.
+  void computeWire(const Step& st, const void* const in[2], const char* local, void* const out[2], char* dst,
+                   uint64_t n) {
+    const weftDataType_t narrow = plan_.wire == plan::Wire::Bf16 ? weftBfloat16 : weftFloat16;
+    thread_local std::vector<float> decoded[2], result;
+    const void* inF[2] = {nullptr, nullptr};
+    for (int i = 0; i < st.nRecv; i++) {
+      if (decoded[i].size() < n) decoded[i].resize(n);
+      kernels::narrowToFloat(decoded[i].data(), in[i], n, narrow);
+      inF[i] = decoded[i].data();
+    }
+    if (!st.nSend) {
+      if (!dst) raise(weftInternalError, "rank %d: plan step has no output: %s", ctx_.rank, plan::describe(st).c_str());
+      reduceInto(dst, st, inF, local, n);
+      return;
+    }
+    if (result.size() < n) result.resize(n);
+    reduceInto(result.data(), st, inF, local, n);
+    kernels::floatToNarrow(out[0], result.data(), n, narrow);
+    const size_t bytes = n * fifoElem_;
+    for (int i = 1; i < st.nSend; i++) memcpy(out[i], out[0], bytes);
+    if (dst) kernels::narrowToFloat(reinterpret_cast<float*>(dst), out[0], n, narrow);
+  }
+
+  // first = the step's inputs reduced in the plan's fixed order.
+  void reduceInto(void* first, const Step& st, const void* const in[2], const char* local, uint64_t n) {
+    const unsigned pre = (st.flags & plan::kPreOp) ? kernels::kApplyPre : 0;
+    const unsigned post = (st.flags & plan::kPostOp) ? kernels::kApplyPost : 0;
     switch (st.nRecv) {
       case 0:
         if (!local) raise(weftInternalError, "rank %d: plan step has no input: %s", ctx_.rank, plan::describe(st).c_str());
@@ -286,9 +323,6 @@ class Runner {
         }
         break;
     }
-    const size_t bytes = n * elem_;
-    if (st.nSend && dst && dst != first) memcpy(dst, first, bytes);
-    for (int i = 1; i < st.nSend; i++) memcpy(out[i], first, bytes);
   }
 
   void nextStep(ChannelCursor& cur) {
@@ -301,7 +335,8 @@ class Runner {
   char* scratch_;
   const kernels::RedOp& op_;
   const HostExecContext& ctx_;
-  const uint32_t elem_;
+  const uint32_t elem_;      // bytes of a buffer element
+  const uint32_t fifoElem_;  // bytes of an element in the FIFOs (plan::Wire)
   const uint64_t slice_;  // piece bytes (0: the FIFO slot)
   std::span<ChannelCursor> cursors_;
   std::span<StepClock> clocks_;  // tracing only
