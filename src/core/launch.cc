@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "algorithms/collectives.h"
+#include "algorithms/one_shot.h"
 #include "algorithms/p2p.h"
 #include "algorithms/registry.h"
 #include "algorithms/selector.h"
@@ -14,6 +15,7 @@
 #include "src/core/comm.h"
 #include "src/core/connections.h"
 #include "src/core/diagnose.h"
+#include "src/core/ll_comm.h"
 #include "src/core/plan_cache.h"
 #include "src/core/trace.h"
 #include "src/exec/cuda/device_route.h"
@@ -119,6 +121,9 @@ plan::Plan buildPlan(algo::AlgoId which, const algo::CollArgs& a) {
 TracedCall runCollective(weftComm_t comm, const OpDesc& op) {
   CallScope scope(comm, op.coll, op.count);
   if (comm->checkCalls) checkCallAcrossRanks(comm, op);
+  // Small calls on one host: no selection, plan or executor (src/core/ll_comm.h).
+  static const TracedCall kLowLatency{algo::kOneShotName, "ll", 1, 1};
+  if (runLowLatencyIfChosen(comm, op)) return kLowLatency;
   algo::CollArgs a;
   a.coll = op.coll;
   a.nranks = comm->nranks;
@@ -127,6 +132,10 @@ TracedCall runCollective(weftComm_t comm, const OpDesc& op) {
   a.elemSize = static_cast<uint32_t>(kernels::typeSize(op.type));
   a.root = op.root;
   const algo::CallChoice choice = chooseAlgo(comm, op);
+  if (choice.proto == algo::kLowLatency && !op.device) {  // a size past the fast path's limit
+    runLowLatency(comm, op);
+    return kLowLatency;
+  }
   const algo::AlgoId which = choice.algo;
   a.nChannels = choice.shape.nChannels;
   a.geometry = comm->geometry;
