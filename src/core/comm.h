@@ -73,6 +73,7 @@ struct weftComm {
   // parameters, and the host index of every rank (double binary trees span hosts).
   weft::algo::AlgoFilter algoFilter;
   weft::algo::ProtoFilter protoFilter;
+  weft::algo::ProtoFilter deviceProtoFilter;  // protoFilter without ll (src/core/ll_comm.h)
   weft::algo::CostInputs costBase;
   std::vector<int> hostOf;
   // More ranks on this host than CPUs this process may run on.

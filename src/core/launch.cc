@@ -102,7 +102,8 @@ algo::CallChoice chooseAlgo(weftComm_t comm, const OpDesc& op) {
   }
   algo::CostInputs in = comm->costBase;
   in.bytes = busBytes(op, comm->nranks);
-  algo::CallChoice choice = algo::selectCall(op.coll, in, comm->algoFilter, comm->geometry, comm->protoFilter);
+  algo::CallChoice choice = algo::selectCall(op.coll, in, comm->algoFilter, comm->geometry,
+                                             op.device ? comm->deviceProtoFilter : comm->protoFilter);
   if (comm->sliceOverride) choice.shape.sliceBytes = comm->sliceOverride;
   if (comm->channelsOverride) choice.shape.nChannels = comm->channelsOverride;
   if (logEnabled(LogLevel::Info, kTune)) logChoice(op, in, choice);
@@ -122,8 +123,8 @@ TracedCall runCollective(weftComm_t comm, const OpDesc& op) {
   CallScope scope(comm, op.coll, op.count);
   if (comm->checkCalls) checkCallAcrossRanks(comm, op);
   // Small calls on one host: no selection, plan or executor (src/core/ll_comm.h).
-  static const TracedCall kLowLatency{algo::kOneShotName, "ll", 1, 1};
-  if (runLowLatencyIfChosen(comm, op)) return kLowLatency;
+  static const TracedCall kLlCall{algo::kOneShotName, "ll", 1, 1};
+  if (runLowLatencyIfChosen(comm, op)) return kLlCall;
   algo::CollArgs a;
   a.coll = op.coll;
   a.nranks = comm->nranks;
@@ -132,9 +133,9 @@ TracedCall runCollective(weftComm_t comm, const OpDesc& op) {
   a.elemSize = static_cast<uint32_t>(kernels::typeSize(op.type));
   a.root = op.root;
   const algo::CallChoice choice = chooseAlgo(comm, op);
-  if (choice.proto == algo::kLowLatency && !op.device) {  // a size past the fast path's limit
+  if (choice.proto == algo::kLowLatency) {  // a size past the fast path's limit (never device buffers)
     runLowLatency(comm, op);
-    return kLowLatency;
+    return kLlCall;
   }
   const algo::AlgoId which = choice.algo;
   a.nChannels = choice.shape.nChannels;

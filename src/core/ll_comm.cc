@@ -26,17 +26,24 @@ bool protoAllowedAnywhere(const algo::ProtoFilter& f, algo::ProtoId p) {
   return false;
 }
 
-// LL is off: take it out of the filter, keeping every collective a protocol.
-void withoutLowLatency(weftComm* comm, const char* why) {
-  bool forced = false;
+// f without ll, every collective still with a protocol (simple where ll
+// was the only one: *forced).
+algo::ProtoFilter withoutLl(algo::ProtoFilter f, bool* forced) {
   for (int c = 0; c < plan::kNumColls; c++) {
-    auto& allowed = comm->protoFilter.allowed[size_t(c)];
+    auto& allowed = f.allowed[size_t(c)];
     allowed.reset(size_t(algo::index(algo::kLowLatency)));
     if (allowed.none()) {
       allowed.set(size_t(algo::index(algo::kSimple)));
-      forced = true;
+      *forced = true;
     }
   }
+  return f;
+}
+
+// LL is off: take it out of the filter, keeping every collective a protocol.
+void withoutLowLatency(weftComm* comm, const char* why) {
+  bool forced = false;
+  comm->protoFilter = withoutLl(comm->protoFilter, &forced);
   if (forced && comm->rank == 0)
     WEFT_WARN("WEFT_PROTO allows only ll, which this communicator cannot use (%s): using simple", why);
   else
@@ -73,6 +80,8 @@ uint64_t callBytes(const OpDesc& op, int nranks) {
 }  // namespace
 
 void setUpLowLatency(weftComm* comm, int nHosts) {
+  bool forced = false;
+  comm->deviceProtoFilter = withoutLl(comm->protoFilter, &forced);  // ll reads host memory only
   const int64_t buffBytes = comm->config.get(settings::kLlBuffsize);
   const char* off = nHosts > 1                                               ? "ranks on more than one host"
                     : !protoAllowedAnywhere(comm->protoFilter, algo::kLowLatency) ? "WEFT_PROTO excludes it"

@@ -90,13 +90,22 @@ void Engine::write(size_t line, const unsigned char* src, uint64_t bytes, uint64
 }
 
 // dst = the `bytes` bytes rank `peer` wrote in round s from `line` on.
+// The writer fills lines in order, each published by a release store of its
+// round: once the last line of a block shows round s, every line before it
+// does too (and its data is visible). So a block costs one wait, and a
+// reader that catches up with its writer waits for a block instead of
+// bouncing every line between the two cores.
 void Engine::copyFrom(int peer, size_t line, unsigned char* dst, uint64_t bytes, uint64_t s) {
   const Line* in = regions_[size_t(peer)].buffer[s & 1] + line;
-  for (uint64_t off = 0; off < bytes; off += kLinePayload, in++) {
-    awaitLine(*in, s, peer);
-    const uint64_t n = std::min<uint64_t>(kLinePayload, bytes - off);
-    if (n == kLinePayload) memcpy(dst + off, in->data, kLinePayload);
-    else memcpy(dst + off, in->data, n);
+  for (uint64_t start = 0; start < bytes; start += kBlockBytes) {
+    const uint64_t end = std::min<uint64_t>(bytes, start + kBlockBytes);
+    awaitLine(in[(end - 1) / kLinePayload], s, peer);
+    for (uint64_t off = start; off < end; off += kLinePayload) {
+      const Line& l = in[off / kLinePayload];
+      const uint64_t n = std::min<uint64_t>(kLinePayload, end - off);
+      if (n == kLinePayload) memcpy(dst + off, l.data, kLinePayload);
+      else memcpy(dst + off, l.data, n);
+    }
   }
   known_[size_t(peer)] = s;
 }
