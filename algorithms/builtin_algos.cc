@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "algorithms/double_tree.h"
+#include "algorithms/one_shot.h"
 #include "algorithms/registry.h"
 #include "algorithms/ring.h"
 #include "algorithms/tree.h"
@@ -85,7 +86,7 @@ std::vector<AlgoInfo> builtinAlgos() {
   AlgoInfo ring{"ring", ringCollectives(), buildRing, ringCost, ringSteps};
   AlgoInfo binaryTree{"binarytree", allReduceOnly(), buildBinaryTree, binaryTreeCost, nullptr};
   AlgoInfo doubleTree{"tree", allReduceOnly(), buildDoubleTree, doubleTreeCost, nullptr};
-  return {ring, binaryTree, doubleTree};
+  return {ring, binaryTree, doubleTree, oneShotAlgo()};
 }
 
 }  // namespace weft::algo

@@ -3,23 +3,30 @@
 #include <cctype>
 #include <vector>
 
+#include "algorithms/one_shot.h"
 #include "src/util/error.h"
 
 namespace weft::algo {
 namespace {
 
+// The one-shot algorithm exists only as the LL protocol's data flow (its
+// plans are for the verifier); every other algorithm runs on FIFO slots.
+bool simpleCarries(plan::Coll, AlgoId a) { return !isOneShot(a); }
+bool lowLatencyCarries(plan::Coll, AlgoId a) { return isOneShot(a); }
+
 std::vector<ProtoInfo>& table() {
   static std::vector<ProtoInfo> t = [] {
     std::vector<ProtoInfo> v;
     v.reserve(kMaxProtos);
-    v.push_back(ProtoInfo{"simple", nullptr, nullptr});
+    v.push_back(ProtoInfo{"simple", simpleCarries, nullptr});
+    v.push_back(ProtoInfo{"ll", lowLatencyCarries, nullptr});
     return v;
   }();
   return t;
 }
 
 // Protocols NCCL users name in NCCL_PROTO that weft does not have.
-bool knownElsewhere(const std::string& name) { return name == "ll" || name == "ll128"; }
+bool knownElsewhere(const std::string& name) { return name == "ll128"; }
 
 }  // namespace
 

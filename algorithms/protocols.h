@@ -1,8 +1,12 @@
 // The protocol registry: how a plan's pieces cross a FIFO (the wire format
 // and its synchronisation). A call is run as (algorithm, protocol, channels,
-// slice); the selector chooses the protocol with the algorithm. Today there
-// is one, "simple" (a piece is published by a flag after its data). A new
-// protocol is one entry here plus its support in the executors.
+// slice); the selector chooses the protocol with the algorithm. Two today:
+// "simple" (a piece is published by a flag after its data, in FIFO slots;
+// every algorithm but oneshot) and "ll" (low latency: each 64-byte line
+// carries 56 bytes of data and the call's sequence number, in a shared
+// memory region per communicator; only the one-shot algorithm, on one host;
+// src/exec/host/ll_protocol.h). A new protocol is one entry here plus its
+// support in the executors.
 #pragma once
 
 #include <array>
@@ -18,6 +22,7 @@ namespace weft::algo {
 
 enum class ProtoId : uint8_t {};
 inline constexpr ProtoId kSimple{0};
+inline constexpr ProtoId kLowLatency{1};  // "ll"
 constexpr int kMaxProtos = 8;
 constexpr int index(ProtoId p) { return static_cast<int>(p); }
 
@@ -42,8 +47,8 @@ ProtoId registerProto(ProtoInfo info);
 double protoEstimateUs(plan::Coll c, AlgoId a, ProtoId p, const CostInputs& in);
 
 // WEFT_PROTO, parsed (selection_list.h syntax). NCCL's protocol names that
-// this build does not have (ll, ll128) are accepted and select nothing, so
-// that "^ll" means "simple"; an unknown name, or a list that leaves some
+// this build does not have (ll128) are accepted and select nothing, so
+// that "^ll128" means "simple,ll"; an unknown name, or a list that leaves some
 // collective no protocol, is weftInvalidArgument naming it.
 struct ProtoFilter {
   std::array<NameSet, plan::kNumColls> allowed;  // all set when WEFT_PROTO is unset

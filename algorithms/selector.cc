@@ -2,6 +2,7 @@
 
 #include <limits>
 
+#include "algorithms/one_shot.h"
 #include "algorithms/registry.h"
 #include "src/util/error.h"
 
@@ -25,7 +26,9 @@ AlgoFilter parseAlgoFilter(const std::string& spec) {
     for (int a = 0; a < algoCount(); a++) {
       const bool supports = algoSupports(AlgoId(a), plan::Coll(c));
       implementable |= supports;
-      allowedOne |= supports && list.general.test(size_t(a));
+      // The one-shot algorithm runs only on one host (under ll): a general
+      // list must leave a collective another algorithm to apply to it.
+      allowedOne |= supports && list.general.test(size_t(a)) && !isOneShot(AlgoId(a));
     }
     if (implementable && !allowedOne) {
       f.allowed[c].set();

@@ -11,6 +11,7 @@
 #include <strings.h>
 
 #include "src/core/connections.h"
+#include "src/core/ll_comm.h"
 #include "src/core/diagnose.h"
 #include "src/core/host_identity.h"
 #include "src/core/plan_cache.h"
@@ -441,6 +442,7 @@ weftComm* createComm(const weftUniqueId& id, int nranks, int rank, const weftCon
   const int nHosts = placeOnHosts(comm.get());
   placeOnTopology(comm.get(), nHosts);
   agreeOnCosts(comm.get(), nHosts);
+  setUpLowLatency(comm.get(), nHosts);
   connectRings(comm.get());
   registerComm(comm.get());
   return comm.release();

@@ -28,6 +28,7 @@ namespace weft {
 
 class CommTrace;
 class Connections;
+struct LowLatencyComm;
 class PlanCache;
 
 // A PreMulSum created by weftRedOpCreatePreMulSum.
@@ -72,6 +73,7 @@ struct weftComm {
   // parameters, and the host index of every rank (double binary trees span hosts).
   weft::algo::AlgoFilter algoFilter;
   weft::algo::ProtoFilter protoFilter;
+  weft::algo::ProtoFilter deviceProtoFilter;  // protoFilter without ll (src/core/ll_comm.h)
   weft::algo::CostInputs costBase;
   std::vector<int> hostOf;
   // More ranks on this host than CPUs this process may run on.
@@ -90,6 +92,9 @@ struct weftComm {
   std::unique_ptr<weft::TransportSet> transports;
   std::unique_ptr<weft::Connections> connections;
   std::unique_ptr<weft::PlanCache> plans;
+  // The LL protocol's regions and engine (src/core/ll_comm.h); null when the
+  // ranks span hosts or WEFT_PROTO / WEFT_LL_BUFFSIZE turn it off.
+  std::unique_ptr<weft::LowLatencyComm> ll;
   // The CUDA device path's per-communicator state (src/exec/cuda/device_state.h),
   // created by the first call with device buffers; released before the
   // connections whose FIFOs it maps.

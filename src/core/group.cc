@@ -126,6 +126,20 @@ weftResult_t submit(const OpDesc& op, weftStream_t stream) {
     inflightAdd(op.comm, -1);
     return r;
   }
+  if (HostStream* hs = findHostStream(stream)) {
+    // One call on a host stream (the usual case): the queued task holds the
+    // call itself, without dispatch's per-batch maps and vectors, whose
+    // allocations cost more than a small ll collective.
+    inflightAdd(op.comm, +1);
+    hs->enqueue([op] {
+      thread_local std::vector<OpDesc> one(1);
+      one[0] = op;
+      const weftResult_t r = runGuarded(op.comm, one);
+      inflightAdd(op.comm, -1);
+      return r;
+    });
+    return weftSuccess;
+  }
   return dispatch({op}, stream);
 }
 

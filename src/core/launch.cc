@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "algorithms/collectives.h"
+#include "algorithms/one_shot.h"
 #include "algorithms/p2p.h"
 #include "algorithms/registry.h"
 #include "algorithms/selector.h"
@@ -14,6 +15,7 @@
 #include "src/core/comm.h"
 #include "src/core/connections.h"
 #include "src/core/diagnose.h"
+#include "src/core/ll_comm.h"
 #include "src/core/plan_cache.h"
 #include "src/core/trace.h"
 #include "src/exec/cuda/device_route.h"
@@ -100,7 +102,8 @@ algo::CallChoice chooseAlgo(weftComm_t comm, const OpDesc& op) {
   }
   algo::CostInputs in = comm->costBase;
   in.bytes = busBytes(op, comm->nranks);
-  algo::CallChoice choice = algo::selectCall(op.coll, in, comm->algoFilter, comm->geometry, comm->protoFilter);
+  algo::CallChoice choice = algo::selectCall(op.coll, in, comm->algoFilter, comm->geometry,
+                                             op.device ? comm->deviceProtoFilter : comm->protoFilter);
   if (comm->sliceOverride) choice.shape.sliceBytes = comm->sliceOverride;
   if (comm->channelsOverride) choice.shape.nChannels = comm->channelsOverride;
   if (logEnabled(LogLevel::Info, kTune)) logChoice(op, in, choice);
@@ -119,6 +122,9 @@ plan::Plan buildPlan(algo::AlgoId which, const algo::CollArgs& a) {
 TracedCall runCollective(weftComm_t comm, const OpDesc& op) {
   CallScope scope(comm, op.coll, op.count);
   if (comm->checkCalls) checkCallAcrossRanks(comm, op);
+  // Small calls on one host: no selection, plan or executor (src/core/ll_comm.h).
+  static const TracedCall kLlCall{algo::kOneShotName, "ll", 1, 1};
+  if (runLowLatencyIfChosen(comm, op)) return kLlCall;
   algo::CollArgs a;
   a.coll = op.coll;
   a.nranks = comm->nranks;
@@ -132,7 +138,11 @@ TracedCall runCollective(weftComm_t comm, const OpDesc& op) {
   // FIFO slots as a ring of that element size would.
   if (op.wire != plan::Wire::Native) {
     choice.algo = algo::kRing;
+    choice.proto = algo::kSimple;
     a.elemSize = plan::wireElemSize(op.wire, a.elemSize);
+  } else if (choice.proto == algo::kLowLatency) {  // a size past the fast path's limit (never device buffers)
+    runLowLatency(comm, op);
+    return kLlCall;
   }
   const algo::AlgoId which = choice.algo;
   a.nChannels = choice.shape.nChannels;

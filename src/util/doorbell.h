@@ -35,6 +35,25 @@ void ring(Doorbell* bell);
 // return is allowed; callers re-check their condition).
 void sleepOn(Doorbell* bell, uint32_t seen, int64_t timeoutNs);
 
+// Sleeps as sleepOn does, unless ready() holds once this waiter counts
+// among bell's sleepers. A writer that makes ready() true and then calls
+// ringIfSleeping (after a seq_cst fence) cannot miss such a sleeper: one of
+// the two sees the other's store. Lets a writer skip the ring, an atomic
+// add on a shared line, while nobody sleeps.
+template <class Ready>
+void sleepUnless(Doorbell* bell, uint32_t seen, int64_t timeoutNs, Ready ready) {
+  bell->sleepers.fetch_add(1, std::memory_order_seq_cst);
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (!ready()) sleepOn(bell, seen, timeoutNs);
+  bell->sleepers.fetch_sub(1, std::memory_order_seq_cst);
+}
+
+// Rings bell if a waiter sleeps on it (call after a seq_cst fence that
+// follows the store the waiter waits for).
+inline void ringIfSleeping(Doorbell* bell) {
+  if (bell->sleepers.load(std::memory_order_relaxed) != 0) ring(bell);
+}
+
 // Iterations of the spin phase (WEFT_SPIN_COUNT), then how long a waiter
 // keeps yielding its core before it sleeps (WEFT_YIELD_US).
 int spinCount();

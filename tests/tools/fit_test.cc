@@ -4,6 +4,7 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "algorithms/one_shot.h"
 #include "algorithms/registry.h"
 #include "algorithms/selector.h"
 #include "tools/weft-tune/fit.h"
@@ -32,8 +33,10 @@ TEST(WeftTuneFit, CurvesForTheMeasuredShapeAndFittedLinks) {
   for (size_t b : {size_t(8), size_t(1024), size_t(1 << 20), size_t(64 << 20)}) {
     tune::SweepPoint p;
     p.bytes = b;
-    // ring: 100 us + bytes at 1 GB/s x 1.75; the trees slower per byte.
-    p.medianUs = {100 + 1.75 * double(b) / 1e3, 50 + 3.0 * double(b) / 1e3, 200 + 2.0 * double(b) / 1e3};
+    // ring: 100 us + bytes at 1 GB/s x 1.75; the trees slower per byte;
+    // oneshot slower everywhere.
+    p.medianUs = {100 + 1.75 * double(b) / 1e3, 50 + 3.0 * double(b) / 1e3, 200 + 2.0 * double(b) / 1e3,
+                  300 + 20.0 * double(b) / 1e3};
     points.push_back(p);
   }
   algo::CostInputs in = tune::fitCostInputs(start, points, false);
@@ -95,6 +98,7 @@ TEST(WeftTuneFit, MergePicksTheAlgorithmNeverFarFromTheBest) {
     runs[k].calibration(algo::kRing).measured.add(4 << 20, ring[k]);
     runs[k].calibration(algo::kBinaryTree).measured.add(4 << 20, btree[k]);
     runs[k].calibration(algo::kDoubleTree).measured.add(4 << 20, tree[k]);
+    runs[k].calibration(*algo::oneShotId()).measured.add(4 << 20, 500);  // never close
   }
   algo::CostInputs m = tune::mergeCalibrations(runs);
   const double r = m.calibration(algo::kRing).measured.us[0];

@@ -19,6 +19,7 @@
 #include "algorithms/selector.h"
 #include "benchmarks/common/launch.h"
 #include "src/core/comm.h"
+#include "src/core/ll_comm.h"
 #include "src/core/tune_file.h"
 #include "tools/weft-tune/fit.h"
 #include "tools/weft-tune/interleaved_timing.h"
@@ -148,7 +149,9 @@ int reportCheck(const Options& o, weftComm_t autoComm, const std::vector<weft::t
   for (const auto& p : points) {
     weft::algo::CostInputs at = in;
     at.bytes = p.bytes;
-    const AlgoId choice = weft::algo::selectAlgo(Coll::AllReduce, at, autoComm->algoFilter);
+    const AlgoId choice =
+        weft::algo::selectCall(Coll::AllReduce, at, autoComm->algoFilter, autoComm->geometry, autoComm->protoFilter)
+            .algo;
     size_t best = 0, chosen = 0;
     for (size_t k = 0; k < algos.size(); k++) {
       if (p.medianUs[k] < p.medianUs[best]) best = k;
@@ -204,6 +207,21 @@ int reportCalibration(const Options& o, weftComm_t base, const std::vector<weft:
   return 0;
 }
 
+// An algorithm that no protocol of this communicator can carry (oneshot
+// needs the LL protocol: ranks on one host, shared memory allowed) is timed
+// as the ring instead, so its curve ties with the ring's and never wins.
+void forceRunnable(weftComm_t c, AlgoId a, int rank) {
+  weft::algo::CostInputs in = c->costBase;
+  in.bytes = 8;
+  try {
+    weft::algo::selectCall(Coll::AllReduce, in, c->algoFilter, c->geometry, c->protoFilter);
+  } catch (const std::exception&) {
+    if (rank == 0) printf("# %s cannot run on these ranks: timed as the ring\n", weft::algo::algoName(a));
+    c->algoFilter = weft::algo::parseAlgoFilter("allreduce:ring");
+  }
+  if (c->ll) weft::refreshLowLatencyLimits(c);
+}
+
 // One rank's whole run. Returns the exit status (meaningful on rank 0).
 int runRank(const Options& o, weftComm_t base, int rank, int nranks, const char* ranksAre) {
   std::vector<weftComm_t> timed;
@@ -211,6 +229,7 @@ int runRank(const Options& o, weftComm_t base, int rank, int nranks, const char*
     weftComm_t c = nullptr;
     if (!ok(weftCommSplit(base, 0, rank, &c, nullptr), "weftCommSplit")) return 1;
     c->algoFilter = weft::algo::parseAlgoFilter(std::string("allreduce:") + weft::algo::algoName(a));
+    forceRunnable(c, a, rank);
     timed.push_back(c);
   }
   // A fourth communicator left to the selector: --check reports it; a
