@@ -99,12 +99,14 @@ void setUpLowLatency(weftComm* comm, int nHosts) {
   std::vector<RegionName> all(size_t(comm->nranks));
   if (!off) all[size_t(comm->rank)] = createRegion(comm, lines);
   comm->bootstrap->allGather(all.data(), sizeof(RegionName));
-  for (const RegionName& r : all)
-    if (!r.name[0] || r.linesPerBuffer != all[0].linesPerBuffer) {
+  for (RegionName& r : all) {
+    r.name[sizeof(r.name) - 1] = 0;  // a peer's name ends inside its array, and names a region weft made
+    if (strncmp(r.name, "/weft-ll-", 9) != 0 || r.linesPerBuffer != all[0].linesPerBuffer) {
       comm->ll.reset();
       comm->bootstrap->barrier();
       return withoutLowLatency(comm, off ? off : "a rank could not create its region, or ranks differ in WEFT_LL_BUFFSIZE");
     }
+  }
   std::vector<ll::Region> regions(size_t(comm->nranks));
   for (int r = 0; r < comm->nranks; r++) {
     const RegionName& n = all[size_t(r)];
