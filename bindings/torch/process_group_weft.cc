@@ -83,10 +83,10 @@ ProcessGroupWeft::ProcessGroupWeft(const c10::intrusive_ptr<c10d::Store>& store,
   }
   weftConfig_t config = WEFT_CONFIG_INITIALIZER;
   config.timeoutMs = static_cast<int>(std::min<int64_t>(std::max<int64_t>(timeout.count(), 1), INT_MAX));
+  timeoutMs_ = config.timeoutMs;
   config.commName = "torch";
   check(weftCommInitRankConfig(&comm_, size, id, rank, &config), "weftCommInitRankConfig");
   store_ = store;
-  timeoutMs_ = config.timeoutMs;
   queue_ = std::make_unique<OpQueue>();
   p2p_ = std::make_unique<P2pEngine>(store, rank, size, config.timeoutMs);
   setSequenceNumberForGroup();
@@ -107,8 +107,12 @@ ProcessGroupWeft::~ProcessGroupWeft() {
 void ProcessGroupWeft::check(weftResult_t r, const char* what) const {
   if (r == weftSuccess) return;
   const char* detail = weftGetLastError(comm_);
+  // Worded as gloo's timeouts are ("Timed out ..."), which callers match on.
+  std::string timedOut =
+      r == weftTimeout ? "Timed out waiting " + std::to_string(timeoutMs_) + " ms for the other ranks: " : "";
   throw std::runtime_error(std::string("weft backend: ") + what + " failed on rank " + std::to_string(getRank()) +
-                           ": " + weftGetErrorString(r) + (detail && *detail ? std::string(" (") + detail + ")" : ""));
+                           ": " + timedOut + weftGetErrorString(r) +
+                           (detail && *detail ? std::string(" (") + detail + ")" : ""));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::enqueue(c10d::OpType type, std::vector<at::Tensor> outputs,

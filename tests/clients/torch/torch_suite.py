@@ -43,7 +43,7 @@ WEFT_SUITE = [
     "test_all_reduce_coalesced_sum",
     "test_monitored_barrier_gloo",
     "test_barrier_timeout_full_group",
-    "test_all_gather_object",
+    "test_all_gather_object_default_pg",
     "test_sparse_all_reduce_sum",
 ]
 
