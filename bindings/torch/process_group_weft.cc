@@ -21,11 +21,11 @@ const char* profilingTitle(c10d::OpType type) {
   switch (type) {
     case c10d::OpType::BROADCAST: return "weft:broadcast";
     case c10d::OpType::ALLREDUCE: return "weft:all_reduce";
-    case c10d::OpType::ALLREDUCE_COALESCED: return "weft:all_reduce_coalesced";
+    case c10d::OpType::ALLREDUCE_COALESCED: return "weft:all_reduce";
     case c10d::OpType::REDUCE: return "weft:reduce";
     case c10d::OpType::ALLGATHER: return "weft:all_gather";
     case c10d::OpType::_ALLGATHER_BASE: return "weft:all_gather_into_tensor";
-    case c10d::OpType::ALLGATHER_COALESCED: return "weft:all_gather_coalesced";
+    case c10d::OpType::ALLGATHER_COALESCED: return "weft:all_gather";
     case c10d::OpType::GATHER: return "weft:gather";
     case c10d::OpType::SCATTER: return "weft:scatter";
     case c10d::OpType::REDUCE_SCATTER: return "weft:reduce_scatter";
