@@ -2,6 +2,7 @@
 
 #include <c10/util/Exception.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <stdexcept>
@@ -34,6 +35,14 @@ std::string messageOf(std::exception_ptr e) {
 }
 
 }  // namespace
+
+bool pollStore(c10d::Store& store, const std::string& key, std::chrono::steady_clock::time_point deadline) {
+  for (auto pause = std::chrono::milliseconds(1);; pause = std::min(pause * 2, std::chrono::milliseconds(20))) {
+    if (store.check({key})) return true;
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(pause);
+  }
+}
 
 P2pEngine::P2pEngine(c10::intrusive_ptr<c10d::Store> store, int rank, int size, int timeoutMs)
     : store_(std::move(store)), rank_(rank), size_(size), timeoutMs_(timeoutMs) {
@@ -160,7 +169,10 @@ weftComm_t P2pEngine::directionComm(int sender, int receiver, Direction& d) {
   weftUniqueId id;
   const std::string idKey = key(sender, receiver, "id");
   if (sender == rank_) publishId(receiver, d);
-  std::vector<uint8_t> bytes = store_->get(idKey);  // the sender's own, or bounded by the store's timeout
+  if (!pollStore(*store_, idKey, std::chrono::steady_clock::now() + std::chrono::milliseconds(timeoutMs_)))
+    throw std::runtime_error("weft backend: rank " + std::to_string(sender) + " did not start sending to rank " +
+                             std::to_string(receiver) + " within " + std::to_string(timeoutMs_) + " ms");
+  std::vector<uint8_t> bytes = store_->get(idKey);
   TORCH_CHECK(bytes.size() == sizeof(id), "weft backend: the store holds a point-to-point id of ", bytes.size(),
               " bytes, expected ", sizeof(id));
   memcpy(&id, bytes.data(), sizeof(id));

@@ -23,6 +23,7 @@
 
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -37,6 +38,13 @@
 #include "weft/weft.h"
 
 namespace weft::torch_backend {
+
+// Waits until `key` exists in `store` or `deadline` passes (false then). It
+// asks with check() every few ms instead of the store's blocking wait/get:
+// a TCPStore client holds its connection for the whole of a blocking call,
+// so one thread waiting there would stall every other thread of the process
+// that uses the store (a sender publishing the very key waited for).
+bool pollStore(c10d::Store& store, const std::string& key, std::chrono::steady_clock::time_point deadline);
 
 class P2pEngine {
  public:

@@ -94,8 +94,6 @@ class ProcessGroupWeft : public c10d::ProcessGroup {
   c10::intrusive_ptr<c10d::Work> sparseAllreduce(const at::Tensor& tensor, const c10d::AllreduceOptions& opts);
   // Body of sparseAllreduce, on the queue thread.
   at::Tensor gatherSparse(const at::Tensor& input);
-  // Waits (at most until `deadline`) for `key` in the store.
-  bool waitKey(const std::string& key, std::chrono::steady_clock::time_point deadline);
   std::string diagnosis();
   // Throws with weft's own message when `r` is not weftSuccess.
   void check(weftResult_t r, const char* what) const;

@@ -30,18 +30,6 @@ std::string rankList(const std::vector<int>& ranks) {
 
 }  // namespace
 
-bool ProcessGroupWeft::waitKey(const std::string& key, Clock::time_point deadline) {
-  auto remaining = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-  // A zero timeout means "no timeout" to the stores: look once instead.
-  if (remaining.count() < 1) return store_->check({key});
-  try {
-    store_->wait({key}, remaining);
-    return true;
-  } catch (const std::exception&) {
-    return store_->check({key});
-  }
-}
-
 std::string ProcessGroupWeft::diagnosis() {
   std::string report(kDiagnosisBytes, '\0');
   if (weftCommDiagnose(comm_, report.data(), report.size()) != weftSuccess) return "";
@@ -58,7 +46,7 @@ void ProcessGroupWeft::monitoredBarrier(const c10d::BarrierOptions& opts, bool w
   if (getRank() != 0) {
     store_->set(prefix + std::to_string(getRank()), std::vector<uint8_t>{1});
     std::string verdict = "no word from rank 0 within " + ms;
-    if (waitKey(release, deadline)) {
+    if (pollStore(*store_, release, deadline)) {
       std::vector<uint8_t> v = store_->get(release);
       verdict.assign(v.begin(), v.end());
       if (verdict == "ok") return;
@@ -75,7 +63,7 @@ void ProcessGroupWeft::monitoredBarrier(const c10d::BarrierOptions& opts, bool w
   }
   std::vector<int> late;
   for (int r = 1; r < getSize(); r++) {
-    if (waitKey(prefix + std::to_string(r), deadline)) continue;
+    if (pollStore(*store_, prefix + std::to_string(r), deadline)) continue;
     late.push_back(r);
     if (!waitAllRanks) break;  // fail fast on the first, as gloo does
   }

@@ -96,9 +96,9 @@ def run(rank, world, port):
     before = pg._get_sequence_number_for_group()
     dist.all_reduce(torch.ones(1))
     assert pg._get_sequence_number_for_group() == before + 1
-    # allgather_coalesced, tensors of two types
-    outs = [[torch.empty(3), torch.empty(2, dtype=torch.int64)] for _ in range(n)]
-    dist.all_gather_coalesced(outs, [torch.full((3,), float(rank)), torch.full((2,), rank, dtype=torch.int64)])
+    # allgather_coalesced, tensors of two shapes (torch requires one type)
+    outs = [[torch.empty(3), torch.empty(2, 2)] for _ in range(n)]
+    dist.all_gather_coalesced(outs, [torch.full((3,), float(rank)), torch.full((2, 2), float(rank))])
     for r in range(n):
         assert torch.all(outs[r][0] == r) and torch.all(outs[r][1] == r), outs
     # monitored_barrier: every rank arrives

@@ -2,8 +2,8 @@
 
 The 1.13 suite gates many CPU tests to gloo by name: decorators such as
 `sandcastle_skip_if(BACKEND != "gloo", ...)` and `require_backend({"gloo"})`,
-evaluated when the module is imported, and feature tables
-(`DistTestCases.backend_feature`, the profiling allow-lists). Loading the
+evaluated when the module is imported, feature tables
+(`DistTestCases.backend_feature`) and the profiler allow-lists. Loading the
 module through `load_suite()` rewrites those name tests so that "weft" passes
 wherever "gloo" does; nothing else in the suite changes. With BACKEND=gloo the
 rewrite changes no outcome (every rewritten test still admits gloo).
