@@ -6,7 +6,8 @@
 #
 # Usage: tests/clients/torch/run_full_suite.sh [BUILD_DIR] [OUT_DIR]
 #   BUILD_DIR  weft's build directory (default: build)
-#   OUT_DIR    where gloo.jsonl, weft.jsonl and summary.txt go (default: BUILD_DIR/torch-suite)
+#   OUT_DIR    where gloo.jsonl, weft.jsonl, summary.txt and outcomes.txt (one
+#              line per test: both outcomes) go (default: BUILD_DIR/torch-suite)
 # BACKENDS="gloo weft" and WORLD_SIZE=2 may be overridden in the environment.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -22,4 +23,5 @@ for backend in ${BACKENDS:-gloo weft}; do
   BACKEND=$backend /usr/bin/python3 "$here/torch_suite.py" --all --results "$out/$backend.jsonl" \
     >"$out/$backend.log" 2>&1 || true
 done
-/usr/bin/python3 "$here/compare_suite.py" "$out/gloo.jsonl" "$out/weft.jsonl" | tee "$out/summary.txt"
+/usr/bin/python3 "$here/compare_suite.py" --table "$out/outcomes.txt" "$out/gloo.jsonl" "$out/weft.jsonl" |
+  tee "$out/summary.txt"
