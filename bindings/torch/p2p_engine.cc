@@ -63,7 +63,8 @@ P2pEngine::~P2pEngine() {
   for (auto* dirs : {&out_, &in_})
     for (auto& d : *dirs)
       if (d->thread.joinable()) d->thread.join();
-  for (RecvOp& r : posted_) r.work->complete(errorOf("weft backend: the process group was destroyed before this receive completed"));
+  for (RecvOp& r : posted_)
+    r.work->complete(errorOf("weft backend: the process group was destroyed before this receive completed"));
   posted_.clear();
   for (auto* dirs : {&out_, &in_})
     for (auto& d : *dirs) {
@@ -113,7 +114,8 @@ void P2pEngine::recv(const c10::intrusive_ptr<WorkWeft>& work, const at::Tensor&
     if (src != kAnySource && !in_[src]->error.empty()) {
       error = in_[src]->error;
     } else if (!takeUnexpected(src, tag, &message, &from)) {
-      posted_.push_back({work, tensor, src, tag});
+      posted_.push_back(
+          {work, tensor, src, tag, false, std::chrono::steady_clock::now() + std::chrono::milliseconds(timeoutMs_)});
       for (int peer = 0; peer < size_; peer++)
         if (peer != rank_ && (src == kAnySource || src == peer)) startThread(peer, false);
       cv_.notify_all();
@@ -273,6 +275,26 @@ int64_t P2pEngine::countedBy(int src) {
   return std::stoll(std::string(v.begin(), v.end()));
 }
 
+void P2pEngine::expireAnySource(std::unique_lock<std::mutex>& lock) {
+  const auto now = std::chrono::steady_clock::now();
+  std::vector<RecvOp> expired;
+  for (auto it = posted_.begin(); it != posted_.end();) {
+    if (it->src == kAnySource && !it->taken && it->deadline <= now) {
+      expired.push_back(*it);
+      it = posted_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  if (expired.empty()) return;
+  lock.unlock();
+  for (RecvOp& op : expired)
+    op.work->complete(errorOf("weft backend: recv from any source (tag " + std::to_string(op.tag) +
+                              ") on rank " + std::to_string(rank_) + ": Timed out waiting " +
+                              std::to_string(timeoutMs_) + " ms: no rank sent a message with this tag"));
+  lock.lock();
+}
+
 void P2pEngine::recvLoop(int src) {
   Direction& d = *in_[src];
   std::unique_lock<std::mutex> lock(mutex_);
@@ -294,6 +316,7 @@ void P2pEngine::recvLoop(int src) {
       }
       lock.lock();
       if (counted <= static_cast<int64_t>(read)) {
+        expireAnySource(lock);
         cv_.wait_for(lock, kDoorbellPoll);
         continue;
       }

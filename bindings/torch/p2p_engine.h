@@ -72,6 +72,7 @@ class P2pEngine {
     int src;
     int64_t tag;
     bool taken = false;  // a sender's header named it; its payload is on the way
+    std::chrono::steady_clock::time_point deadline;  // a receive from any source fails then
   };
   struct Unexpected {
     int64_t tag;
@@ -109,6 +110,9 @@ class P2pEngine {
   enum class Want { kNo, kYes, kIfCounted };
   Want want(int src) const;
   int64_t countedBy(int src);  // src's doorbell count for this rank, from the store
+  // Fails the receives from any source that no sender has taken by their
+  // deadline (the group's timeout), as gloo's would time out; `lock` holds mutex_.
+  void expireAnySource(std::unique_lock<std::mutex>& lock);
   // Takes a message of `src` (or any sender) with `tag` from the unexpected lists (mutex_ held).
   bool takeUnexpected(int src, int64_t tag, Unexpected* out, int* from);
   // Sender side: creates the direction's unique id and puts it in the store (once).
