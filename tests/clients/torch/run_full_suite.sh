@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs every test of torch's distributed_test.py on gloo and on weft (2 ranks
 # by default) and compares the outcomes: every test that passes on gloo must
-# pass on weft. Not run in CI (about half an hour per backend on 2 cores);
+# pass on weft. Not run in CI (2 to 5 minutes per backend on 2 busy cores);
 # ctest's Clients.Torch.TorchSuite runs a short subset.
 #
 # Usage: tests/clients/torch/run_full_suite.sh [BUILD_DIR] [OUT_DIR]
