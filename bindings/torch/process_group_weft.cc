@@ -15,6 +15,28 @@ namespace {
 
 constexpr const char* kUniqueIdKey = "weft_unique_id";
 
+// Event names in torch's profiler, "<backend>:<operation>" as torch's tests
+// expect them (static strings: Work keeps the pointer).
+const char* profilingTitle(c10d::OpType type) {
+  switch (type) {
+    case c10d::OpType::BROADCAST: return "weft:broadcast";
+    case c10d::OpType::ALLREDUCE: return "weft:all_reduce";
+    case c10d::OpType::ALLREDUCE_COALESCED: return "weft:all_reduce";
+    case c10d::OpType::REDUCE: return "weft:reduce";
+    case c10d::OpType::ALLGATHER: return "weft:all_gather";
+    case c10d::OpType::_ALLGATHER_BASE: return "weft:all_gather_into_tensor";
+    case c10d::OpType::ALLGATHER_COALESCED: return "weft:all_gather";
+    case c10d::OpType::GATHER: return "weft:gather";
+    case c10d::OpType::SCATTER: return "weft:scatter";
+    case c10d::OpType::REDUCE_SCATTER: return "weft:reduce_scatter";
+    case c10d::OpType::_REDUCE_SCATTER_BASE: return "weft:reduce_scatter_tensor";
+    case c10d::OpType::ALLTOALL_BASE: return "weft:all_to_all";
+    case c10d::OpType::ALLTOALL: return "weft:all_to_all";
+    case c10d::OpType::BARRIER: return "weft:barrier";
+    default: return nullptr;
+  }
+}
+
 void checkCpuDense(const at::Tensor& t, const char* fn) {
   TORCH_CHECK(t.device().is_cpu(), "weft backend: ", fn, " needs CPU tensors, got one on ", t.device());
   TORCH_CHECK(t.layout() == at::kStrided, "weft backend: ", fn, " needs dense (strided) tensors");
@@ -61,12 +83,17 @@ ProcessGroupWeft::ProcessGroupWeft(const c10::intrusive_ptr<c10d::Store>& store,
   }
   weftConfig_t config = WEFT_CONFIG_INITIALIZER;
   config.timeoutMs = static_cast<int>(std::min<int64_t>(std::max<int64_t>(timeout.count(), 1), INT_MAX));
+  timeoutMs_ = config.timeoutMs;
   config.commName = "torch";
   check(weftCommInitRankConfig(&comm_, size, id, rank, &config), "weftCommInitRankConfig");
+  store_ = store;
   queue_ = std::make_unique<OpQueue>();
+  p2p_ = std::make_unique<P2pEngine>(store, rank, size, config.timeoutMs);
+  setSequenceNumberForGroup();
 }
 
 ProcessGroupWeft::~ProcessGroupWeft() {
+  p2p_.reset();
   queue_.reset();  // every queued operation ends first (each is bounded by the timeout)
   if (!comm_) return;
   weftResult_t failed = weftSuccess;
@@ -80,13 +107,22 @@ ProcessGroupWeft::~ProcessGroupWeft() {
 void ProcessGroupWeft::check(weftResult_t r, const char* what) const {
   if (r == weftSuccess) return;
   const char* detail = weftGetLastError(comm_);
+  // Worded as gloo's timeouts are ("Timed out ..."), which callers match on.
+  std::string timedOut =
+      r == weftTimeout ? "Timed out waiting " + std::to_string(timeoutMs_) + " ms for the other ranks: " : "";
   throw std::runtime_error(std::string("weft backend: ") + what + " failed on rank " + std::to_string(getRank()) +
-                           ": " + weftGetErrorString(r) + (detail && *detail ? std::string(" (") + detail + ")" : ""));
+                           ": " + timedOut + weftGetErrorString(r) +
+                           (detail && *detail ? std::string(" (") + detail + ")" : ""));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::enqueue(c10d::OpType type, std::vector<at::Tensor> outputs,
-                                                         std::function<void()> body) {
-  auto work = c10::make_intrusive<WorkWeft>(getRank(), type, std::move(outputs));
+                                                         std::function<void()> body,
+                                                         const std::vector<at::Tensor>& inputs) {
+  // As gloo does: every operation that runs in issue order moves the
+  // group's sequence number on.
+  if (sequenceNum_) sequenceNum_->increment();
+  auto work = c10::make_intrusive<WorkWeft>(getRank(), type, outputs, profilingTitle(type),
+                                            inputs.empty() ? outputs : inputs);
   queue_->push([work, body = std::move(body)] {
     std::exception_ptr eptr;
     try {
@@ -112,6 +148,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::broadcast(std::vector<at::Tenso
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::allreduce(std::vector<at::Tensor>& tensors,
                                                            const c10d::AllreduceOptions& opts) {
+  if (tensors.size() == 1 && tensors[0].is_sparse()) return sparseAllreduce(tensors[0], opts);
   checkSingle(tensors, "allreduce");
   at::Tensor t = tensors[0];
   weftDataType_t type = toWeftType(t.scalar_type());
@@ -169,7 +206,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::allgather(std::vector<std::vect
     check(weftAllGather(in.data_ptr(), gathered.data_ptr(), in.numel(), type, comm_, nullptr), "allgather");
     for (size_t r = 0; r < outs.size(); r++)
       const_cast<at::Tensor&>(outs[r]).view({-1}).copy_(gathered.narrow(0, r * in.numel(), in.numel()));
-  });
+  }, inputs);
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::_allgather_base(at::Tensor& output, at::Tensor& input,
@@ -213,7 +250,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::gather(std::vector<std::vector<
     weftResult_t end = weftGroupEnd();
     check(r != weftSuccess ? r : end, "gather");
     const_cast<at::Tensor&>(outs[root]).copy_(in);
-  });
+  }, inputs);
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::scatter(std::vector<at::Tensor>& outputs,
@@ -350,24 +387,33 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::alltoall(std::vector<at::Tensor
   return enqueue(c10d::OpType::ALLTOALL, outs, [this, ins, outs] { exchange(ins, outs); });
 }
 
-// Tags are not matched: sends and receives between two ranks pair up in
-// the order they were issued, as in NCCL.
+// Point-to-point runs beside the queue, on a communicator per direction
+// (p2p_engine.h): tags are matched and a receive never waits behind a send.
 c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::send(std::vector<at::Tensor>& tensors, int dstRank, int tag) {
   checkSingle(tensors, "send");
-  at::Tensor t = tensors[0];
-  weftDataType_t type = toWeftType(t.scalar_type());
-  return enqueue(c10d::OpType::SEND, tensors, [this, t, type, dstRank] {
-    check(weftSend(t.data_ptr(), t.numel(), type, dstRank, comm_, nullptr), "send");
-  });
+  TORCH_CHECK(dstRank >= 0 && dstRank < getSize() && dstRank != getRank(), "weft backend: send to rank ", dstRank,
+              " of a group of ", getSize(), " ranks (this is rank ", getRank(), ")");
+  auto work = c10::make_intrusive<WorkWeft>(getRank(), c10d::OpType::SEND, tensors, "weft:send", tensors);
+  p2p_->send(work, tensors[0], dstRank, tag);
+  return work;
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::recv(std::vector<at::Tensor>& tensors, int srcRank, int tag) {
   checkSingle(tensors, "recv");
-  at::Tensor t = tensors[0];
-  weftDataType_t type = toWeftType(t.scalar_type());
-  return enqueue(c10d::OpType::RECV, tensors, [this, t, type, srcRank] {
-    check(weftRecv(t.data_ptr(), t.numel(), type, srcRank, comm_, nullptr), "recv");
-  });
+  TORCH_CHECK(srcRank >= 0 && srcRank < getSize() && srcRank != getRank(), "weft backend: recv from rank ",
+              srcRank, " of a group of ", getSize(), " ranks (this is rank ", getRank(), ")");
+  auto work = c10::make_intrusive<WorkWeft>(getRank(), c10d::OpType::RECV, tensors, "weft:recv", tensors);
+  p2p_->recv(work, tensors[0], srcRank, tag);
+  return work;
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::recvAnysource(std::vector<at::Tensor>& tensors, int tag) {
+  checkSingle(tensors, "recv");
+  TORCH_CHECK(getSize() > 1, "weft backend: recv from any source in a group of one rank");
+  auto work =
+      c10::make_intrusive<WorkWeft>(getRank(), c10d::OpType::RECVANYSOURCE, tensors, "weft:recvAnySource", tensors);
+  p2p_->recv(work, tensors[0], P2pEngine::kAnySource, tag);
+  return work;
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupWeft::barrier(const c10d::BarrierOptions& opts) {

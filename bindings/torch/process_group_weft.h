@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "bindings/torch/op_queue.h"
+#include "bindings/torch/p2p_engine.h"
 #include "bindings/torch/work_weft.h"
 #include "weft/weft.h"
 
@@ -62,13 +63,38 @@ class ProcessGroupWeft : public c10d::ProcessGroup {
                                           const c10d::AllToAllOptions& opts) override;
   c10::intrusive_ptr<c10d::Work> send(std::vector<at::Tensor>& tensors, int dstRank, int tag) override;
   c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor>& tensors, int srcRank, int tag) override;
+  c10::intrusive_ptr<c10d::Work> recvAnysource(std::vector<at::Tensor>& tensors, int tag) override;
   c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& opts) override;
+  // Each rank's input list, flattened as bytes (types may differ), gathered
+  // in one weftAllGather.
+  c10::intrusive_ptr<c10d::Work> allgather_coalesced(std::vector<std::vector<at::Tensor>>& outputLists,
+                                                     std::vector<at::Tensor>& inputs,
+                                                     const c10d::AllgatherOptions& opts) override;
+
+  // Through the store, not the communicator, so it names ranks that never
+  // arrive even while others are stuck in a collective: rank 0 waits for
+  // each rank's arrival key (within `opts.timeout` in all) and fails naming
+  // the late ones (the first, or all with waitAllRanks), with weft's
+  // diagnosis of the group's communicator appended; the others wait for
+  // rank 0's release.
+  void monitoredBarrier(const c10d::BarrierOptions& opts, bool waitAllRanks) override;
+  // Rank 0 draws the first number and puts it in the store (gloo's scheme);
+  // every operation of the queue moves it on.
+  void setSequenceNumberForGroup() override;
+  uint64_t getSequenceNumberForGroup() override;
 
  private:
   // Queues `body` (run on the queue thread; it throws on failure) and
   // returns the Work that reports its outcome with `outputs` as result.
+  // `inputs` (default: `outputs`) are the shapes torch's profiler records.
   c10::intrusive_ptr<c10d::Work> enqueue(c10d::OpType type, std::vector<at::Tensor> outputs,
-                                         std::function<void()> body);
+                                         std::function<void()> body, const std::vector<at::Tensor>& inputs = {});
+  // Sparse (COO) all-reduce, SUM only: every rank's indices and values are
+  // gathered (padded to the largest), then summed and coalesced locally.
+  c10::intrusive_ptr<c10d::Work> sparseAllreduce(const at::Tensor& tensor, const c10d::AllreduceOptions& opts);
+  // Body of sparseAllreduce, on the queue thread.
+  at::Tensor gatherSparse(const at::Tensor& input);
+  std::string diagnosis();
   // Throws with weft's own message when `r` is not weftSuccess.
   void check(weftResult_t r, const char* what) const;
   // Sends and receives of unequal blocks (alltoall with splits, alltoall of
@@ -76,7 +102,11 @@ class ProcessGroupWeft : public c10d::ProcessGroup {
   void exchange(const std::vector<at::Tensor>& sendBlocks, const std::vector<at::Tensor>& recvBlocks);
 
   weftComm_t comm_ = nullptr;
+  c10::intrusive_ptr<c10d::Store> store_;
+  int timeoutMs_ = 0;
+  uint64_t monitoredBarriers_ = 0;  // calls so far: keys of each call are its own
   std::unique_ptr<OpQueue> queue_;
+  std::unique_ptr<P2pEngine> p2p_;
 };
 
 }  // namespace weft::torch_backend

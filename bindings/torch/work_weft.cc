@@ -1,14 +1,16 @@
 #include "bindings/torch/work_weft.h"
 
 #include <ATen/core/ivalue_inl.h>
+#include <c10/util/Exception.h>
 
 #include <stdexcept>
 #include <string>
 
 namespace weft::torch_backend {
 
-WorkWeft::WorkWeft(int rank, c10d::OpType type, std::vector<at::Tensor> outputs)
-    : c10d::Work(rank, type), outputs_(std::move(outputs)),
+WorkWeft::WorkWeft(int rank, c10d::OpType type, std::vector<at::Tensor> outputs, const char* profilingTitle,
+                   const c10::optional<std::vector<at::Tensor>>& inputs)
+    : c10d::Work(rank, type, profilingTitle, inputs), outputs_(std::move(outputs)),
       future_(c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()))) {}
 
 void WorkWeft::complete(std::exception_ptr eptr) {
@@ -18,6 +20,12 @@ void WorkWeft::complete(std::exception_ptr eptr) {
   else
     future_->markCompleted(c10::IValue(outputs_));
   finish(eptr);
+}
+
+int WorkWeft::sourceRank() const {
+  int rank = sourceRank_.load();
+  TORCH_CHECK(rank >= 0, "weft backend: sourceRank() is known only for a completed receive");
+  return rank;
 }
 
 bool WorkWeft::wait(std::chrono::milliseconds timeout) {

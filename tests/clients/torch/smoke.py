@@ -2,6 +2,7 @@
 
 Usage: smoke.py WORLD_SIZE   (spawns the ranks itself, loopback only)
 """
+import datetime
 import os
 import sys
 
@@ -87,6 +88,21 @@ def run(rank, world, port):
         dist.send(t, nxt)
     assert torch.all(r_ == prv)
     dist.barrier()
+    # sequence numbers: equal on every rank, one step per queued operation
+    pg = dist.distributed_c10d._get_default_group()
+    seqs = [None] * n
+    dist.all_gather_object(seqs, pg._get_sequence_number_for_group())
+    assert len(set(seqs)) == 1, seqs
+    before = pg._get_sequence_number_for_group()
+    dist.all_reduce(torch.ones(1))
+    assert pg._get_sequence_number_for_group() == before + 1
+    # allgather_coalesced, tensors of two shapes (torch requires one type)
+    outs = [[torch.empty(3), torch.empty(2, 2)] for _ in range(n)]
+    dist.all_gather_coalesced(outs, [torch.full((3,), float(rank)), torch.full((2, 2), float(rank))])
+    for r in range(n):
+        assert torch.all(outs[r][0] == r) and torch.all(outs[r][1] == r), outs
+    # monitored_barrier: every rank arrives
+    dist.monitored_barrier(timeout=datetime.timedelta(seconds=30))
     # errors are Python exceptions
     try:
         dist.all_reduce(torch.ones(2), op=dist.ReduceOp.BXOR)
