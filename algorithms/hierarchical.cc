@@ -209,7 +209,9 @@ void reduceScatterChannel(ChannelPlan& ch, const Ctx& x, uint64_t count, Range p
   const bool net = x.nHosts > 1;
   const int L = x.host.n(), me = x.host.pos;
   auto scratchOff = [&](int u, int g) { return (uint64_t(u) * uint64_t(x.nHosts) + uint64_t(g)) * count + part.off; };
-  for (int u = 0; u < x.units(); u++)
+  // Alone on its host, a rank's rail rings read the user's data directly.
+  const bool direct = net && L == 1;
+  for (int u = 0; u < x.units() && !direct; u++)
     for (int g = 0; g < x.nHosts; g++) {
       auto owner = [&](int q) { return x.rankAt(g, x.railOf(u, q)); };
       const Buf dst = net ? Buf::Scratch : Buf::Recv;
@@ -223,9 +225,13 @@ void reduceScatterChannel(ChannelPlan& ch, const Ctx& x, uint64_t count, Range p
   for (int u = 0; x.railOf(u, me) >= 0; u++) {
     const int i = x.railOf(u, me);
     const Ring r = x.rail(i);
+    auto srcOff = [&](int q) {
+      if (!direct) return scratchOff(u, q);
+      return x.rankAt(q, i) >= 0 ? uint64_t(x.rankAt(q, i)) * count + part.off : 0;
+    };
     chunked(x.chunk, r.n(), [&](int q) { return x.rankAt(q, i) >= 0 ? part.count : 0; }, [&](uint64_t at, auto cnt) {
-      reduceScatterPass(ch, r, cnt, [&](int q) { return scratchOff(u, q) + at; }, Buf::Scratch, 0, Buf::Recv,
-                        part.off + at, kPostOp, x.conn);
+      reduceScatterPass(ch, r, cnt, [&](int q) { return srcOff(q) + at; }, direct ? Buf::Send : Buf::Scratch,
+                        direct ? kPreOp : 0, Buf::Recv, part.off + at, kPostOp, x.conn);
     });
   }
 }
@@ -309,7 +315,7 @@ Plan buildHierarchical(const CollArgs& a) {
     switch (a.coll) {
       case plan::Coll::AllReduce: allReduceChannel(ch, x, part); break;
       case plan::Coll::ReduceScatter:
-        if (x.nHosts > 1)
+        if (x.nHosts > 1 && x.host.n() > 1)
           p.scratchElems = std::max<uint64_t>(p.scratchElems, uint64_t(x.units()) * uint64_t(x.nHosts) * a.count);
         reduceScatterChannel(ch, x, a.count, part);
         break;

@@ -40,7 +40,7 @@ for layout in 2 3,1; do
     [ "$crossed" -gt $(( 1 << 20 )) ] || mh_fail "$coll on $layout: only $crossed bytes crossed the switch"
     echo "$coll, hosts of $layout ranks: ${took} ms, ranks exit ${MH_RC[*]}, $hier calls ran hier," \
          "$crossed bytes through the switch"
-    grep -E "^ +4194304 " "$dir/rank0.log" | head -1 | sed 's/^/  4 MiB: /'
+    grep -E "^ +2097152 " "$dir/rank0.log" | head -1 | sed 's/^ */  2 MiB: /'
     [ ${#MH_FAILURES[@]} -gt "$nfail" ] && mh_show_logs "$dir"
   done
 done
@@ -51,5 +51,6 @@ mh_launch 2 40 "$dir" WEFT_DEBUG=INFO WEFT_DEBUG_SUBSYS=COLL WEFT_TIMEOUT_MS=200
 mh_wait
 mh_check_perf_ok "$dir"
 echo "selector on 2 x 2, no WEFT_ALGO:"
-grep -h " weft INFO AllReduce count " "$dir/rank0.log" | sed 's/.* weft INFO /  /' | sort -u -t: -k2 | head -20
+grep -h " weft INFO AllReduce count " "$dir/rank0.log" | sed 's/.* weft INFO AllReduce //' | sort -u | sort -k2,2n |
+  sed 's/^/  AllReduce /'
 mh_finish
