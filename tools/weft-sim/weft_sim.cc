@@ -26,6 +26,9 @@ using namespace weft;
 
 namespace {
 
+// The most steps one simulated call may have in all (memory: ~100 bytes each).
+constexpr size_t kMaxSteps = size_t(16) << 20;
+
 struct Options {
   std::vector<int> layout;  // ranks per host
   plan::Coll coll = plan::Coll::AllReduce;
@@ -71,9 +74,16 @@ std::vector<plan::Plan> plansFor(const Options& o, algo::AlgoId a, uint64_t coun
   args.geometry.slotBytes = shape.sliceBytes;
   args.hostOf = o.cluster.hostOf;
   std::vector<plan::Plan> plans;
+  size_t steps = 0;
   for (int r = 0; r < args.nranks; r++) {
     args.rank = r;
     plans.push_back(algo::algoInfo(a).build(args));
+    steps += plans.back().stepCount();
+    // The model keeps about 100 bytes per step: say so before memory runs out.
+    if (steps > kMaxSteps)
+      raise(weftInvalidArgument, "%s of %llu elements on %d ranks needs more than %zu steps (~%zu MB); use fewer "
+            "ranks or a smaller -e", algo::algoName(a), (unsigned long long)count, args.nranks, kMaxSteps,
+            kMaxSteps * 100 >> 20);
   }
   return plans;
 }
@@ -154,6 +164,10 @@ int main(int argc, char** argv) {
     o.cluster.hostOf.insert(o.cluster.hostOf.end(), size_t(o.layout[h]), int(h));
   }
   if (o.minBytes < 4 || o.factor < 1 || o.cluster.nicsPerHost < 1) return usage("sizes from 4 bytes, factor >= 1, NICs >= 1");
+  if (!(o.cluster.intraGBs > 0)) return usage("--intra-gbs must be above 0");
+  if (!(o.cluster.nicGBs > 0)) return usage("--nic-gbs must be above 0");
+  if (o.cluster.intraLatUs < 0 || o.cluster.netLatUs < 0 || o.cluster.stepOverheadUs < 0)
+    return usage("latencies and --step-us must not be negative");
   try {
     sweep(o);
   } catch (const Error& e) {
