@@ -4,6 +4,7 @@
 #include <map>
 
 #include "algorithms/partition.h"
+#include "algorithms/tree.h"
 #include "src/util/error.h"
 
 namespace weft::algo {
@@ -110,6 +111,40 @@ void allReducePass(ChannelPlan& ch, const Ring& r, Buf src, uint8_t pre, uint8_t
   push(ch, plan::recv(r.prev(), Buf::Recv, b.off, b.count), conn);
 }
 
+// AllReduce of [off, off+len) of Recv over a binary tree of the ring's
+// members (position 0 the root): up (children's sums plus this rank's, to
+// the parent), then down (the total from the parent, to the children), one
+// after the other in the channel. The root finishes the sum before it sends
+// any of it down, so no rank's down step can hold up anyone's up step.
+void treeAllReducePass(ChannelPlan& ch, const Ring& r, uint64_t off, uint64_t len, uint8_t conn) {
+  if (r.n() == 1) return pushCopy(ch, Buf::Recv, off, Buf::Recv, off, len, kPostOp, conn);
+  const std::vector<int> parent = binaryTreeParents(r.n());
+  Step up;
+  Step down;
+  for (int q = 0; q < r.n(); q++)
+    if (parent[size_t(q)] == r.pos) {
+      up.recvPeer[up.nRecv++] = r.ranks[size_t(q)];
+      down.sendPeer[down.nSend++] = r.ranks[size_t(q)];
+    }
+  up.src = Buf::Recv;
+  up.srcOff = down.dstOff = off;
+  up.count = down.count = len;
+  const int p = parent[size_t(r.pos)];
+  if (p >= 0) {
+    up.sendPeer[up.nSend++] = r.ranks[size_t(p)];
+    down.recvPeer[down.nRecv++] = r.ranks[size_t(p)];
+    down.dst = Buf::Recv;
+  } else {
+    up.dst = Buf::Recv;
+    up.dstOff = off;
+    up.flags = kPostOp;
+    down.src = Buf::Recv;
+    down.srcOff = off;
+  }
+  push(ch, up, conn);
+  if (down.nRecv + down.nSend > 0) push(ch, down, conn);
+}
+
 // Calls pass(at, count) once per chunk-sized loop over blocks of len(q)
 // elements (q < n): count(q) is block q's share of the loop starting at
 // element `at` of every block.
@@ -133,6 +168,7 @@ struct Ctx {
   int nHosts = 1;
   uint64_t chunk = 1;
   uint8_t conn = 0;
+  bool railTrees = false;  // AllReduce across hosts over a tree per rail, not a ring
 
   // The rank of local index `local` on host g, -1 when the host is smaller.
   int rankAt(int g, int local) const {
@@ -189,6 +225,10 @@ void allReduceChannel(ChannelPlan& ch, const Ctx& x, Range part) {
     for (int u = 0; x.railOf(u, me) >= 0; u++) {
       const Range b = railBlock(x.railOf(u, me));
       const Ring r = x.rail(x.railOf(u, me));
+      if (x.railTrees) {
+        treeAllReducePass(ch, r, b.off, b.count, x.conn);
+        continue;
+      }
       const uint64_t loop = x.chunk * uint64_t(r.n());
       for (uint64_t done = 0; done < b.count; done += loop)
         allReducePass(ch, r, Buf::Recv, 0, kPostOp, b.off + done, std::min(loop, b.count - done), x.conn);
@@ -296,7 +336,9 @@ bool hierSupports(plan::Coll c) {
   return c == plan::Coll::AllReduce || c == plan::Coll::ReduceScatter || c == plan::Coll::AllGather;
 }
 
-Plan buildHierarchical(const CollArgs& a) {
+namespace {
+
+Plan buildHier(const CollArgs& a, bool railTrees) {
   validateArgs(a);
   if (!hierSupports(a.coll))
     raise(weftInvalidArgument, "hierarchical: %s is not implemented", plan::collName(a.coll));
@@ -309,7 +351,8 @@ Plan buildHierarchical(const CollArgs& a) {
   Plan p = emptyPlan(a);
   const int nch = usableChannels(a.nChannels, a.count);
   for (int c = 0; c < nch; c++) {
-    const Ctx x = makeCtx(a, c);
+    Ctx x = makeCtx(a, c);
+    x.railTrees = railTrees;
     const Range part = evenPart(a.count, uint64_t(nch), uint64_t(c));
     ChannelPlan ch;
     switch (a.coll) {
@@ -324,6 +367,16 @@ Plan buildHierarchical(const CollArgs& a) {
     p.channels.push_back(std::move(ch));
   }
   return p;
+}
+
+}  // namespace
+
+Plan buildHierarchical(const CollArgs& a) { return buildHier(a, false); }
+
+Plan buildHierarchicalTree(const CollArgs& a) {
+  if (a.coll != plan::Coll::AllReduce)
+    raise(weftInvalidArgument, "hierarchical tree: %s is not implemented", plan::collName(a.coll));
+  return buildHier(a, true);
 }
 
 }  // namespace weft::algo

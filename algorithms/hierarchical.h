@@ -56,5 +56,13 @@ HostLayout hostLayout(const CollArgs& a, int channel);
 // (conn = channel), each running its phases in sequence.
 bool hierSupports(plan::Coll c);
 plan::Plan buildHierarchical(const CollArgs& a);
+// AllReduce only: the same, with a binary tree per rail across hosts
+// instead of a ring (2 log2(H) network hops instead of 2(H-1); the tree
+// moves about twice the ring's bytes per rail, so it suits small messages
+// on many hosts). Verified, not registered yet: on one host or one rank per
+// host it degenerates into the ring or a plain tree, and the registry has
+// no way yet to say "not applicable" for a layout, so its cost terms would
+// win ties it should not.
+plan::Plan buildHierarchicalTree(const CollArgs& a);
 
 }  // namespace weft::algo

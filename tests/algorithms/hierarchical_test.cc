@@ -1,4 +1,5 @@
-// The hierarchical algorithm through the symbolic verifier: every rank count
+// The hierarchical algorithm (hier, and its AllReduce with a tree per rail,
+// buildHierarchicalTree) through the symbolic verifier: every rank count
 // 1..128 with 1, 2, 4 and 8 ranks per host (the last host short when the
 // count does not divide), hosts whose ranks are not contiguous in rank
 // numbers (the ring order, as the topology gives it, groups them), and
@@ -51,6 +52,11 @@ void verifyLayout(const std::vector<int>& hostOf, const std::vector<int>& order,
         a.order = order;
         verify::Result r = verify::verify(problemFor(algo::buildHierarchical, a, inPlace));
         ASSERT_TRUE(r.ok) << what << " " << label(a, inPlace) << "\n" << r.text();
+        // The tree-per-rail AllReduce (a builder, not registered) on the
+        // larger counts, two channels in place.
+        if (c != Coll::AllReduce || count == 1 || !inPlace) continue;
+        r = verify::verify(problemFor(algo::buildHierarchicalTree, a, inPlace));
+        ASSERT_TRUE(r.ok) << "hiertree " << what << " " << label(a, inPlace) << "\n" << r.text();
       }
 }
 
