@@ -1,5 +1,6 @@
 // The built-in algorithms' registry entries: ring, binary tree, double
-// binary tree, with their analytic cost terms (docs/tuning.md).
+// binary tree, with their analytic cost terms (docs/tuning.md); the
+// hierarchical one's entry is in hier_algo.cc.
 #include <algorithm>
 #include <cmath>
 
@@ -86,7 +87,7 @@ std::vector<AlgoInfo> builtinAlgos() {
   AlgoInfo ring{"ring", ringCollectives(), buildRing, ringCost, ringSteps};
   AlgoInfo binaryTree{"binarytree", allReduceOnly(), buildBinaryTree, binaryTreeCost, nullptr};
   AlgoInfo doubleTree{"tree", allReduceOnly(), buildDoubleTree, doubleTreeCost, nullptr};
-  return {ring, binaryTree, doubleTree, oneShotAlgo()};
+  return {ring, binaryTree, doubleTree, hierAlgoInfo(), oneShotAlgo()};
 }
 
 }  // namespace weft::algo

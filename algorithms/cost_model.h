@@ -19,6 +19,7 @@ enum class AlgoId : uint8_t {};
 inline constexpr AlgoId kRing{0};        // "ring"
 inline constexpr AlgoId kBinaryTree{1};  // "binarytree": one binary tree
 inline constexpr AlgoId kDoubleTree{2};  // "tree": NCCL's double binary tree
+inline constexpr AlgoId kHier{3};        // "hier": host rings + rail rings (hierarchical.h)
 // Registry capacity: CostInputs holds a calibration slot for each, so that
 // it stays trivially copyable (it is all-gathered as bytes at init).
 constexpr int kMaxAlgos = 8;
@@ -42,6 +43,7 @@ struct AlgoCalibration {
 struct CostInputs {
   int nranks = 1;
   int nHosts = 1;      // ranks spread evenly over this many hosts
+  int nicsPerHost = 1;  // NICs a host's ranks spread their network traffic over (rails)
   uint64_t bytes = 0;  // nccl-tests "size": AllReduce/Broadcast/Reduce buffer,
                        // AllGather receive total, ReduceScatter send total
   LinkParams intra;    // within a host (shm)

@@ -24,12 +24,15 @@ std::vector<int> mirrorTreeParents(int n) {
   return parent;
 }
 
-std::array<std::vector<int>, 2> doubleTreeParents(const std::vector<int>& hostOf) {
+std::array<std::vector<int>, 2> doubleTreeParents(const std::vector<int>& hostOf, const std::vector<int>& order) {
   const int n = int(hostOf.size());
-  // Hosts numbered by first appearance; members in rank order.
+  if (!order.empty() && int(order.size()) != n)
+    raise(weftInvalidArgument, "double tree: an order of %zu ranks for %d", order.size(), n);
+  // Hosts numbered by first appearance in the order; members in its order.
   std::map<int, int> hostIndex;
   std::vector<std::vector<int>> members;
-  for (int r = 0; r < n; r++) {
+  for (int i = 0; i < n; i++) {
+    const int r = order.empty() ? i : order[size_t(i)];
     auto [it, fresh] = hostIndex.emplace(hostOf[r], int(members.size()));
     if (fresh) members.emplace_back();
     members[it->second].push_back(r);
@@ -71,10 +74,12 @@ plan::Plan buildDoubleTree(const CollArgs& a) {
     raise(weftInvalidArgument, "double tree: %zu host ids for %d ranks", hostOf.size(), a.nranks);
   plan::Plan p = emptyPlan(a);
   if (a.count == 0) return p;
-  auto parents = doubleTreeParents(hostOf);
-  const TreeLinks me[2] = {treeLinks(parents[0], a.rank), treeLinks(parents[1], a.rank)};
   const int nch = usableChannels(a.nChannels, a.count);
   for (int c = 0; c < nch; c++) {
+    // Each channel's trees follow its ring order (the topology's, NIC by
+    // NIC), as its ring would.
+    auto parents = doubleTreeParents(hostOf, ringOrder(a, c));
+    const TreeLinks me[2] = {treeLinks(parents[0], a.rank), treeLinks(parents[1], a.rank)};
     Range s = evenPart(a.count, nch, c);
     Range half0{s.off, (s.count + 1) / 2};
     Range half1{s.off + half0.count, s.count - half0.count};

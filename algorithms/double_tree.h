@@ -21,15 +21,18 @@
 namespace weft::algo {
 
 // Parent arrays (per rank, -1 = root) of the two trees; hostOf[rank] is any
-// host id, ranks with equal ids share a host.
-std::array<std::vector<int>, 2> doubleTreeParents(const std::vector<int>& hostOf);
+// host id, ranks with equal ids share a host. `order` (a permutation of the
+// ranks, the topology's ring order; empty = rank order) orders the hosts
+// (by first appearance) and each host's chain.
+std::array<std::vector<int>, 2> doubleTreeParents(const std::vector<int>& hostOf,
+                                                  const std::vector<int>& order = {});
 
 // The second tree over n nodes, complementary to binaryTreeParents(n).
 std::vector<int> mirrorTreeParents(int n);
 
 // AllReduce: each channel's slice split in two halves, the first on tree 0
-// (conn 2c), the second on tree 1 (conn 2c+1). The trees follow a.hostOf;
-// empty: one rank per host.
+// (conn 2c), the second on tree 1 (conn 2c+1). The trees follow a.hostOf
+// (empty: one rank per host) and the channel's ring order (ringOrder(a, c)).
 plan::Plan buildDoubleTree(const CollArgs& a);
 
 }  // namespace weft::algo

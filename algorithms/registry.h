@@ -54,5 +54,7 @@ AlgoId registerAlgo(AlgoInfo info);
 
 // The built-in entries, in AlgoId order (builtin_algos.cc).
 std::vector<AlgoInfo> builtinAlgos();
+// The hierarchical algorithm's entry, "hier" (hier_algo.cc).
+AlgoInfo hierAlgoInfo();
 
 }  // namespace weft::algo

@@ -149,7 +149,7 @@ TracedCall runCollective(weftComm_t comm, const OpDesc& op) {
   a.geometry = comm->geometry;
   a.geometry.slotBytes = choice.shape.sliceBytes;
   // Topology-ordered rings (host-contiguous), one per channel so channels
-  // spread over the NICs; trees use channel 0's order. The plan cache needs
+  // spread over the NICs; the double tree and hier follow each channel's order too. The plan cache needs
   // no key for them because a communicator's orders never change. They are
   // copied only when a plan is built, not on every call, as are the hosts.
   PlanKey key = planKey(a, which, choice.proto);

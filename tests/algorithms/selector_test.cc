@@ -56,18 +56,20 @@ TEST(Selector, ParsesWeftAlgo) {
 
   f = algo::parseAlgoFilter("^ring");
   EXPECT_NE(algo::selectAlgo(Coll::AllReduce, inputs(8, 1, 1ull << 30), f), algo::kRing);
-  // Only the ring implements AllGather: the general list does not apply to
-  // it (the communicator logs that), and a per-collective entry that leaves
-  // nothing is still an error.
-  // (Two hosts: on one, the one-shot algorithm would win these small calls.)
-  EXPECT_EQ(algo::selectAlgo(Coll::AllGather, inputs(8, 2, 1024), f), algo::kRing);
-  EXPECT_EQ(algo::ignoredCollectives(f), "ReduceScatter, AllGather, Broadcast, Reduce");
+  // The ring and hier implement AllGather across hosts: "^ring" leaves hier.
+  // Only the ring implements Broadcast and Reduce there: the general list
+  // does not apply to them (the communicator logs that), and a
+  // per-collective entry that leaves nothing is still an error. (Two hosts:
+  // on one, the one-shot algorithm would win these small calls.)
+  EXPECT_EQ(algo::selectAlgo(Coll::AllGather, inputs(8, 2, 1024), f), algo::kHier);
+  EXPECT_EQ(algo::selectAlgo(Coll::Broadcast, inputs(8, 2, 1024), f), algo::kRing);
+  EXPECT_EQ(algo::ignoredCollectives(f), "Broadcast, Reduce");
   // oneshot alone runs only on one host: a general list of it applies to none.
   EXPECT_EQ(algo::ignoredCollectives(algo::parseAlgoFilter("oneshot")),
             "AllReduce, ReduceScatter, AllGather, Broadcast, Reduce");
   EXPECT_TRUE(algo::ignoredCollectives(algo::parseAlgoFilter("ring")).empty());
   EXPECT_TRUE(algo::ignoredCollectives(algo::parseAlgoFilter("tree,ring")).empty());
-  f = algo::parseAlgoFilter("tree; allgather:^ring");
+  f = algo::parseAlgoFilter("tree; allgather:binarytree");
   EXPECT_THROW(algo::selectAlgo(Coll::AllGather, inputs(8, 2, 1024), f), Error);
   EXPECT_EQ(algo::selectAlgo(Coll::Broadcast, inputs(8, 2, 1024), f), algo::kRing);
   EXPECT_EQ(algo::ignoredCollectives(f), "ReduceScatter, Broadcast, Reduce");

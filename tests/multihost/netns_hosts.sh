@@ -45,6 +45,7 @@
 #   mh_check_shaping       the same for tc with netem or tbf
 #   mh_setup H [--delay D] [--rate R] [--loss P] [--decoy]   create the hosts, arm an EXIT trap
 #   mh_launch R TIMEOUT_S LOGDIR [K=V ...] -- PROGRAM [ARGS]   start R ranks per host
+#                          (R = "3,1": one count per host, ranks numbered host by host)
 #   mh_wait                wait for every launched rank; MH_RC[r], MH_END_MS[r]
 #                          (also in LOGDIR/rank<r>.status), MH_RANK_HOST[r]
 #   mh_kill_host I         SIGKILL every process of host I
@@ -277,13 +278,23 @@ mh_launch() {
   [ "${1:-}" = "--" ] && shift
   [ $# -ge 1 ] || { mh_log "mh_launch: no program"; return 2; }
   mkdir -p "$logdir"
-  local n=$(( per * MH_HOSTS )) r h
+  # PER: ranks on every host, or one count per host ("3,1": uneven hosts).
+  local -a sizes=()
+  if [[ $per == *,* ]]; then
+    IFS=, read -ra sizes <<<"$per"
+    [ ${#sizes[@]} = "$MH_HOSTS" ] || { mh_log "mh_launch: $per names ${#sizes[@]} hosts, not $MH_HOSTS"; return 2; }
+  else
+    for (( h = 0; h < MH_HOSTS; h++ )); do sizes+=("$per"); done
+  fi
+  local n=0 r h local_rank
+  for h in "${sizes[@]}"; do n=$(( n + h )); done
   MH_PIDS=()
   MH_RANK_HOST=()
   MH_RC=()
   MH_END_MS=()
+  h=0 local_rank=0
   for (( r = 0; r < n; r++ )); do
-    h=$(( r / per ))
+    while [ "$local_rank" -ge "${sizes[h]}" ]; do h=$(( h + 1 )) local_rank=0; done
     MH_RANK_HOST[r]=$h
     # The subshell stays in this namespace: it outlives a killed host and
     # records how and when its rank ended (status file: "<exit> <ms>").
@@ -291,11 +302,12 @@ mh_launch() {
     (
       ip netns exec "$(mh_ns "$h")" timeout -k 5 "$timeout_s" env \
         WEFT_HOSTID="host$h" WEFT_SOCKET_IFNAME="$(mh_if "$h")" \
-        WEFT_RANK=$r WEFT_NRANKS=$n WEFT_LOCAL_RANK=$(( r % per )) \
+        WEFT_RANK=$r WEFT_NRANKS=$n WEFT_LOCAL_RANK=$local_rank \
         WEFT_COMM_ID="$(mh_addr 0):$MH_PORT" "${extra[@]}" "$@" >"$logdir/rank$r.log" 2>&1
       echo "$? $(mh_now_ms)" >"$logdir/rank$r.status"
     ) 2>>"$logdir/rank$r.log" &
     MH_PIDS[r]=$!
+    local_rank=$(( local_rank + 1 ))
   done
   MH_LOGDIR=$logdir
 }

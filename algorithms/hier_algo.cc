@@ -1,0 +1,44 @@
+// The hierarchical algorithm's registry entry and cost terms (docs/tuning.md).
+#include <algorithm>
+#include <cmath>
+
+#include "algorithms/hierarchical.h"
+#include "algorithms/registry.h"
+
+namespace weft::algo {
+namespace {
+
+using plan::Coll;
+
+// Per level: (L-1) hops of the host ring at shared-memory pace and (H-1) hops
+// of a rail ring at the network's, once per phase (AllReduce has two of
+// each). The network carries (H-1)/H of the bytes per phase and host, spread
+// over the host's NICs (one per rail at most).
+CostTerms hierCost(Coll c, const CostInputs& in, double B) {
+  const int n = std::max(in.nranks, 1);
+  const int H = std::clamp(in.nHosts, 1, n);
+  const int L = (n + H - 1) / H;
+  const int rails = std::clamp(in.nicsPerHost, 1, L);
+  const double phases = c == Coll::AllReduce ? 2.0 : 1.0;
+  const double lat = phases * ((L - 1) * in.intra.latencyUs + (H - 1) * in.inter.latencyUs);
+  double bytes = 0;
+  if (L > 1) bytes += phases * (L - 1) / L * B / (1e3 * in.intra.bandwidthGBs);
+  if (H > 1) bytes += phases * (H - 1) / H * B / (1e3 * in.inter.bandwidthGBs * rails);
+  return {lat, bytes};
+}
+
+// For the pipeline model: rings throughout, so it keeps whole slots; the
+// step count is the host ring's and the rail ring's together.
+double hierSteps(Coll c, int n) { return c == Coll::AllReduce ? 2.0 * (n - 1) : double(n - 1); }
+
+std::array<bool, plan::kNumColls> hierCollectives() {
+  std::array<bool, plan::kNumColls> s{};
+  for (int c = 0; c < plan::kNumColls; c++) s[c] = hierSupports(Coll(c));
+  return s;
+}
+
+}  // namespace
+
+AlgoInfo hierAlgoInfo() { return AlgoInfo{"hier", hierCollectives(), buildHierarchical, hierCost, hierSteps}; }
+
+}  // namespace weft::algo

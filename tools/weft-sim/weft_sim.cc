@@ -1,0 +1,178 @@
+// weft-sim: what each algorithm's real plans would take on a cluster we do
+// not have. Builds every rank's plan with the registry's builders (the
+// channels and slice the selector's pipeline model picks for it), runs them
+// through the flow model (src/sim/flow_model.h) and prints nccl-tests-style
+// lines per size and algorithm, marking the selector's choice.
+//
+//   weft-sim --hosts 4 --ranks-per-host 8 [--layout 3,1,...] --coll allreduce
+//            [-b 8] [-e 1G] [-f 4] [--intra-gbs 100] [--intra-lat-us 1]
+//            [--nic-gbs 12.5] [--net-lat-us 5] [--nics-per-host 1]
+//            [--step-us 0] [--algos ring,tree,hier]
+//
+// Exit status: 0 done, 2 bad usage.
+#include <cstdio>
+#include <cstdlib>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "algorithms/collectives.h"
+#include "algorithms/registry.h"
+#include "algorithms/selector.h"
+#include "src/sim/flow_model.h"
+#include "src/util/error.h"
+
+using namespace weft;
+
+namespace {
+
+// The most steps one simulated call may have in all (memory: ~100 bytes each).
+constexpr size_t kMaxSteps = size_t(16) << 20;
+
+struct Options {
+  std::vector<int> layout;  // ranks per host
+  plan::Coll coll = plan::Coll::AllReduce;
+  uint64_t minBytes = 8, maxBytes = uint64_t(1) << 30, factor = 4;
+  sim::Cluster cluster;
+  std::string algos;  // empty: every algorithm that implements the collective
+};
+
+int usage(const char* why) {
+  std::fprintf(stderr,
+               "weft-sim: %s\n"
+               "usage: weft-sim --hosts H --ranks-per-host L | --layout L0,L1,... --coll C [-b MIN] [-e MAX] [-f F]\n"
+               "       [--intra-gbs G] [--intra-lat-us U] [--nic-gbs G] [--net-lat-us U] [--nics-per-host K]\n"
+               "       [--step-us U] [--algos a,b]\n",
+               why);
+  return 2;
+}
+
+uint64_t parseSize(const std::string& v) {
+  char* end = nullptr;
+  double x = std::strtod(v.c_str(), &end);
+  const char u = end && *end ? char(std::toupper(*end)) : 0;
+  if (u == 'K') x *= 1024;
+  else if (u == 'M') x *= 1024.0 * 1024;
+  else if (u == 'G') x *= 1024.0 * 1024 * 1024;
+  return uint64_t(x);
+}
+
+std::vector<int> parseList(const std::string& v) {
+  std::vector<int> out;
+  std::stringstream ss(v);
+  for (std::string item; std::getline(ss, item, ',');) out.push_back(std::atoi(item.c_str()));
+  return out;
+}
+
+// Every rank's plan of one call of `a` with `count` elements.
+std::vector<plan::Plan> plansFor(const Options& o, algo::AlgoId a, uint64_t count, const algo::CallShape& shape) {
+  algo::CollArgs args;
+  args.coll = o.coll;
+  args.nranks = int(o.cluster.hostOf.size());
+  args.count = count;
+  args.nChannels = shape.nChannels;
+  args.geometry.slotBytes = shape.sliceBytes;
+  args.hostOf = o.cluster.hostOf;
+  std::vector<plan::Plan> plans;
+  size_t steps = 0;
+  for (int r = 0; r < args.nranks; r++) {
+    args.rank = r;
+    plans.push_back(algo::algoInfo(a).build(args));
+    steps += plans.back().stepCount();
+    // The model keeps about 100 bytes per step: say so before memory runs out.
+    if (steps > kMaxSteps)
+      raise(weftInvalidArgument, "%s of %llu elements on %d ranks needs more than %zu steps (~%zu MB); use fewer "
+            "ranks or a smaller -e", algo::algoName(a), (unsigned long long)count, args.nranks, kMaxSteps,
+            kMaxSteps * 100 >> 20);
+  }
+  return plans;
+}
+
+algo::CostInputs costInputs(const Options& o, uint64_t bytes) {
+  algo::CostInputs in;
+  in.nranks = int(o.cluster.hostOf.size());
+  in.nHosts = int(o.layout.size());
+  in.bytes = bytes;
+  in.intra = {o.cluster.intraLatUs, o.cluster.intraGBs};
+  in.inter = {o.cluster.netLatUs, o.cluster.nicGBs};
+  in.nicsPerHost = o.cluster.nicsPerHost;
+  return in;
+}
+
+void sweep(const Options& o) {
+  const int n = int(o.cluster.hostOf.size());
+  const plan::CollInfo& info = plan::collInfo(o.coll);
+  algo::AlgoFilter filter = o.algos.empty() ? algo::AlgoFilter{} : algo::parseAlgoFilter(o.algos);
+  plan::FifoGeometry g;  // the communicator's defaults
+  std::printf("# weft-sim %s: %d ranks on %zu hosts, intra %.1f GB/s %.1f us, NIC %.2f GB/s %.1f us x %d per host\n",
+              info.name, n, o.layout.size(), o.cluster.intraGBs, o.cluster.intraLatUs, o.cluster.nicGBs,
+              o.cluster.netLatUs, o.cluster.nicsPerHost);
+  std::printf("#%12s %12s %6s %12s %8s %8s %5s %10s  %s\n", "size(B)", "count", "type", "time(us)", "algbw", "busbw",
+              "ch", "slice", "algorithm");
+  for (uint64_t bytes = o.minBytes; bytes <= o.maxBytes; bytes *= o.factor) {
+    const algo::CostInputs in = costInputs(o, bytes);
+    const algo::CallChoice pick = algo::selectCall(o.coll, in, filter, g);
+    const uint64_t elems = bytes / 4;
+    const uint64_t count = o.coll == plan::Coll::ReduceScatter || o.coll == plan::Coll::AllGather ? elems / uint64_t(n)
+                                                                                                   : elems;
+    for (int i = 0; i < algo::algoCount(); i++) {
+      const algo::AlgoId a = algo::AlgoId(i);
+      if (!algo::algoSupports(a, o.coll) || !filter.allows(o.coll, a)) continue;
+      const algo::CallShape shape = algo::shapeCall(o.coll, a, in, g);
+      const sim::RunStats st = sim::simulate(plansFor(o, a, count, shape), o.cluster);
+      const double algbw = st.us > 0 ? double(bytes) / st.us / 1e3 : 0;
+      std::printf(" %12llu %12llu %6s %12.2f %8.3f %8.3f %5d %10llu  %s%s\n", (unsigned long long)bytes,
+                  (unsigned long long)count, "float", st.us, algbw, algbw * info.busFactor(n), shape.nChannels,
+                  (unsigned long long)shape.sliceBytes, algo::algoName(a), a == pick.algo ? " (selector)" : "");
+    }
+    if (o.factor < 2) break;
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  int hosts = 0, perHost = 0;
+  for (int i = 1; i < argc; i++) {
+    const std::string k = argv[i];
+    if (i + 1 >= argc) return usage(("missing value for " + k).c_str());
+    const std::string v = argv[++i];
+    if (k == "--hosts") hosts = std::atoi(v.c_str());
+    else if (k == "--ranks-per-host") perHost = std::atoi(v.c_str());
+    else if (k == "--layout") o.layout = parseList(v);
+    else if (k == "--coll") {
+      std::optional<plan::Coll> c = plan::parseColl(v);
+      if (!c || plan::collInfo(*c).fixedPlan) return usage("--coll: allreduce, reducescatter, allgather, broadcast, reduce");
+      o.coll = *c;
+    } else if (k == "-b") o.minBytes = parseSize(v);
+    else if (k == "-e") o.maxBytes = parseSize(v);
+    else if (k == "-f") o.factor = parseSize(v);
+    else if (k == "--intra-gbs") o.cluster.intraGBs = std::atof(v.c_str());
+    else if (k == "--intra-lat-us") o.cluster.intraLatUs = std::atof(v.c_str());
+    else if (k == "--nic-gbs") o.cluster.nicGBs = std::atof(v.c_str());
+    else if (k == "--net-lat-us") o.cluster.netLatUs = std::atof(v.c_str());
+    else if (k == "--nics-per-host") o.cluster.nicsPerHost = std::atoi(v.c_str());
+    else if (k == "--step-us") o.cluster.stepOverheadUs = std::atof(v.c_str());
+    else if (k == "--algos") o.algos = v;
+    else return usage(("unknown option " + k).c_str());
+  }
+  if (o.layout.empty() && hosts > 0 && perHost > 0) o.layout.assign(size_t(hosts), perHost);
+  if (o.layout.empty()) return usage("give --hosts and --ranks-per-host, or --layout");
+  for (size_t h = 0; h < o.layout.size(); h++) {
+    if (o.layout[h] < 1) return usage("every host needs at least one rank");
+    o.cluster.hostOf.insert(o.cluster.hostOf.end(), size_t(o.layout[h]), int(h));
+  }
+  if (o.minBytes < 4 || o.factor < 1 || o.cluster.nicsPerHost < 1) return usage("sizes from 4 bytes, factor >= 1, NICs >= 1");
+  if (!(o.cluster.intraGBs > 0)) return usage("--intra-gbs must be above 0");
+  if (!(o.cluster.nicGBs > 0)) return usage("--nic-gbs must be above 0");
+  if (o.cluster.intraLatUs < 0 || o.cluster.netLatUs < 0 || o.cluster.stepOverheadUs < 0)
+    return usage("latencies and --step-us must not be negative");
+  try {
+    sweep(o);
+  } catch (const Error& e) {
+    std::fprintf(stderr, "weft-sim: %s\n", e.what());
+    return 2;
+  }
+  return 0;
+}
