@@ -10,7 +10,7 @@ namespace weft::local_handles {
 namespace {
 struct Registry {
   std::mutex mu;
-  std::unordered_map<uint64_t, void*> byToken;
+  std::unordered_map<uint64_t, std::shared_ptr<void>> byToken;
 };
 // Never destroyed: communicators may be torn down during process exit.
 Registry& registry() {
@@ -19,20 +19,23 @@ Registry& registry() {
 }
 }  // namespace
 
-uint64_t publish(void* p) {
+uint64_t publish(std::shared_ptr<void> p) {
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.mu);
   uint64_t token = 0;
   while (token == 0 || r.byToken.count(token)) randomBytes(&token, sizeof(token));
-  r.byToken[token] = p;
+  r.byToken[token] = std::move(p);
   return token;
 }
 
-void* find(uint64_t token) {
+std::shared_ptr<void> take(uint64_t token) {
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.mu);
   auto it = r.byToken.find(token);
-  return it == r.byToken.end() ? nullptr : it->second;
+  if (it == r.byToken.end()) return nullptr;
+  std::shared_ptr<void> p = std::move(it->second);
+  r.byToken.erase(it);
+  return p;
 }
 
 void withdraw(uint64_t token) {

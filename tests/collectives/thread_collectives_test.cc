@@ -158,5 +158,27 @@ TEST(ThreadRanksLifetime, FirstRankToDestroyLeavesPeersRunning) {
   }
 }
 
+// A rank may destroy its communicator as soon as its init returns, while a
+// thread peer is still connecting to the FIFO it offered: the peer's init
+// must still succeed (the FIFO's memory is owned by both ends).
+TEST(ThreadRanksLifetime, RankDestroyingRightAfterInitLeavesPeersConnecting) {
+  setenv("WEFT_SOCKET_IFNAME", "lo", 1);
+  for (int round = 0; round < 20; ++round) {
+    weftUniqueId id;
+    ASSERT_EQ(weftGetUniqueId(&id), weftSuccess);
+    weftResult_t rc[2] = {weftInternalError, weftInternalError};
+    std::vector<std::thread> ranks;
+    for (int r = 0; r < 2; ++r)
+      ranks.emplace_back([&, r] {
+        weftComm_t comm = nullptr;
+        rc[r] = weftCommInitRank(&comm, 2, id, r);
+        if (rc[r] == weftSuccess) weftCommDestroy(comm);
+      });
+    for (auto& t : ranks) t.join();
+    ASSERT_EQ(rc[0], weftSuccess) << "round " << round;
+    ASSERT_EQ(rc[1], weftSuccess) << "round " << round;
+  }
+}
+
 }  // namespace
 }  // namespace weft::test

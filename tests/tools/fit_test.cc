@@ -34,9 +34,17 @@ TEST(WeftTuneFit, CurvesForTheMeasuredShapeAndFittedLinks) {
     tune::SweepPoint p;
     p.bytes = b;
     // ring: 100 us + bytes at 1 GB/s x 1.75; the trees slower per byte;
-    // oneshot slower everywhere.
-    p.medianUs = {100 + 1.75 * double(b) / 1e3, 50 + 3.0 * double(b) / 1e3, 200 + 2.0 * double(b) / 1e3,
-                  300 + 20.0 * double(b) / 1e3};
+    // hier (the ring itself on one host, timed apart) and oneshot slower
+    // everywhere. One time per timed algorithm, in calibratedAlgos() order.
+    for (algo::AlgoId a : tune::calibratedAlgos()) {
+      const std::string name = algo::algoName(a);
+      const double kb = double(b) / 1e3;
+      p.medianUs.push_back(name == "ring"         ? 100 + 1.75 * kb
+                           : name == "binarytree" ? 50 + 3.0 * kb
+                           : name == "tree"       ? 200 + 2.0 * kb
+                           : name == "hier"       ? 400 + 2.5 * kb
+                                                  : 300 + 20.0 * kb);
+    }
     points.push_back(p);
   }
   algo::CostInputs in = tune::fitCostInputs(start, points, false);
@@ -99,6 +107,7 @@ TEST(WeftTuneFit, MergePicksTheAlgorithmNeverFarFromTheBest) {
     runs[k].calibration(algo::kBinaryTree).measured.add(4 << 20, btree[k]);
     runs[k].calibration(algo::kDoubleTree).measured.add(4 << 20, tree[k]);
     runs[k].calibration(*algo::oneShotId()).measured.add(4 << 20, 500);  // never close
+    runs[k].calibration(algo::kHier).measured.add(4 << 20, 500);
   }
   algo::CostInputs m = tune::mergeCalibrations(runs);
   const double r = m.calibration(algo::kRing).measured.us[0];

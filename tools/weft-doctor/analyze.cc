@@ -10,12 +10,6 @@
 namespace weft::doctor {
 namespace {
 
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
-
 double median(std::vector<double> v) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());

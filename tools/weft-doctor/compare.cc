@@ -7,12 +7,6 @@
 namespace weft::doctor {
 namespace {
 
-std::string fmt(const char* f, double a, double b = 0, double c = 0) {
-  char buf[160];
-  snprintf(buf, sizeof buf, f, a, b, c);
-  return buf;
-}
-
 std::string hostList(const Result& r) {
   std::string s;
   for (const HostInfo& h : r.hosts) s += (s.empty() ? "" : ", ") + h.name + " (" + std::to_string(h.ranks.size()) + ")";

@@ -1,5 +1,6 @@
 #include "tools/weft-doctor/result.h"
 
+#include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -171,6 +172,12 @@ std::map<std::string, uint64_t> counterDeltas(const HostCounters& c) {
     if (delta) moved[name] = delta;
   }
   return moved;
+}
+
+std::string fmt(const char* format, double a, double b, double c) {
+  char buf[160];
+  snprintf(buf, sizeof buf, format, a, b, c);
+  return buf;
 }
 
 }  // namespace weft::doctor

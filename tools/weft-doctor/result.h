@@ -103,4 +103,7 @@ std::string hostName(const Result& r, int host);
 // backwards (reset, wrapped) counts from zero.
 std::map<std::string, uint64_t> counterDeltas(const HostCounters& c);
 
+// printf-style text of up to three numbers, for report and verdict lines.
+std::string fmt(const char* format, double a, double b = 0, double c = 0);
+
 }  // namespace weft::doctor

@@ -115,7 +115,9 @@ class P2pTransport : public Transport {
     offer.bytes = bytes;
     offer.dataOffset = h->dataOffset;
     offer.device = c->device;
-    if (c->sameProc) offer.token = c->token = local_handles::publish(c->owned);
+    // The registry's reference is a no-op owner: the receiver frees the FIFO
+    // (device memory cannot outlive its context), so it withdraws the token.
+    if (c->sameProc) offer.token = c->token = local_handles::publish(std::shared_ptr<void>(c->owned, [](void*) {}));
     else WEFT_CUDA_CHECK(cudaIpcGetMemHandle(&offer.handle, c->owned));
     c->end.attach(static_cast<FifoHeader*>(c->owned), static_cast<char*>(c->owned) + h->dataOffset, ctx.geometry);
     ctx.bootstrap->send(peer, tag, &offer, sizeof(offer));
@@ -141,7 +143,7 @@ class P2pTransport : public Transport {
       raise(weftRemoteError, "p2p: rank %d offered a FIFO on GPU %d, which this process does not have", peer,
             offer.device);
     if (c->sameProc) {
-      mem = local_handles::find(offer.token);
+      mem = local_handles::take(offer.token).get();
       if (!mem) raise(weftRemoteError, "p2p: rank %d says it is a thread of this process, but its FIFO is not here", peer);
       if (offer.device != c->device) {
         cudaError_t e = cudaDeviceEnablePeerAccess(offer.device, 0);

@@ -7,6 +7,7 @@
 // reduction itself. Each side rings the other's executor doorbell, which for
 // another process was mapped at init from the segment named in its PeerInfo.
 #include <cstdlib>
+#include <memory>
 #include <cstring>
 #include <optional>
 
@@ -36,20 +37,13 @@ struct ShmAck {
   uint32_t ok = 1;
 };
 
-// Memory for a FIFO shared by threads of one process.
-struct HeapFifo {
-  void* mem = nullptr;
-  ~HeapFifo() { free(mem); }
-};
-
 class ShmConnection : public Connection {
  public:
-  ~ShmConnection() override { local_handles::withdraw(token); }
-
   FifoEnd end;
-  uint64_t token = 0;  // the receiver's same-process FIFO, as offered
   std::optional<ShmSegment> fifoSegment;  // other-process FIFO mapping
-  HeapFifo heap;                          // same-process FIFO (receiver owns)
+  // Same-process FIFO: heap memory that both ends own, so neither end's
+  // destroy frees it under the other.
+  std::shared_ptr<void> heap;
   bool sameProcess = false;
 
   FifoEnd fifo() const override { return end; }
@@ -104,11 +98,11 @@ class ShmTransport : public Transport {
     offer.bytes = bytes;
     void* mem;
     if (c->sameProcess) {
-      c->heap.mem = aligned_alloc(4096, bytes);
-      if (!c->heap.mem) raise(weftSystemError, "shm: cannot allocate a %zu-byte FIFO", bytes);
-      prefault(c->heap.mem, bytes);
-      mem = c->heap.mem;
-      offer.token = c->token = local_handles::publish(mem);
+      mem = aligned_alloc(4096, bytes);
+      if (!mem) raise(weftSystemError, "shm: cannot allocate a %zu-byte FIFO", bytes);
+      c->heap = std::shared_ptr<void>(mem, free);
+      prefault(mem, bytes);
+      offer.token = local_handles::publish(c->heap);
     } else {
       c->fifoSegment = ShmSegment::create("weft-fifo", bytes);
       mem = c->fifoSegment->data();
@@ -140,7 +134,8 @@ class ShmTransport : public Transport {
             static_cast<unsigned long>(offer.bytes), bytes);
     void* mem;
     if (c->sameProcess) {
-      mem = local_handles::find(offer.token);
+      c->heap = local_handles::take(offer.token);
+      mem = c->heap.get();
       if (!mem) raise(weftRemoteError, "shm: rank %d says it is a thread of this process, but its FIFO is not here", peer);
     } else {
       offer.name[sizeof(offer.name) - 1] = 0;

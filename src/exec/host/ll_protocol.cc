@@ -197,7 +197,13 @@ void Engine::run(const Call& c) {
   }
 }
 
-void Engine::allReduce(const Call& c) {
+void Engine::allReduce(const Call& c) { publishAndReduce(c, true); }
+
+// Every rank publishes; the root reduces all contributions, its own read
+// back from its region like the others so that the order is the same.
+void Engine::reduce(const Call& c) { publishAndReduce(c, rank_ == c.root); }
+
+void Engine::publishAndReduce(const Call& c, bool reduceHere) {
   const auto* send = static_cast<const unsigned char*>(c.send);
   auto* recv = static_cast<unsigned char*>(c.recv);
   const uint64_t per = roundBytes() / c.elemSize;
@@ -206,7 +212,7 @@ void Engine::allReduce(const Call& c) {
     const uint64_t s = beginRound(true);
     write(0, send + off * c.elemSize, n * c.elemSize, s, c.op, hasPreOp(c.op));
     publishedRound();
-    reduceAll(0, recv + off * c.elemSize, n, s, c);
+    if (reduceHere) reduceAll(0, recv + off * c.elemSize, n, s, c);
   }
 }
 
@@ -263,19 +269,5 @@ void Engine::broadcast(const Call& c) {
   }
 }
 
-// Every rank publishes; the root reduces all contributions, its own read
-// back from its region like the others so that the order is the same.
-void Engine::reduce(const Call& c) {
-  const auto* send = static_cast<const unsigned char*>(c.send);
-  auto* recv = static_cast<unsigned char*>(c.recv);
-  const uint64_t per = roundBytes() / c.elemSize;
-  for (uint64_t off = 0; off < c.count; off += per) {
-    const uint64_t n = std::min(per, c.count - off);
-    const uint64_t s = beginRound(true);
-    write(0, send + off * c.elemSize, n * c.elemSize, s, c.op, hasPreOp(c.op));
-    publishedRound();
-    if (rank_ == c.root) reduceAll(0, recv + off * c.elemSize, n, s, c);
-  }
-}
 
 }  // namespace weft::ll

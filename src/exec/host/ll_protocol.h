@@ -115,6 +115,9 @@ class Engine {
   void allGather(const Call& c);
   void broadcast(const Call& c);
   void reduce(const Call& c);
+  // Publishes this rank's contribution each round; reduces all of them here
+  // when `reduceHere` (every rank for AllReduce, the root for Reduce).
+  void publishAndReduce(const Call& c, bool reduceHere);
 
   const int rank_, nranks_;
   const size_t lines_;
