@@ -35,13 +35,6 @@ ChildEnv llEnv(const char* proto, const char* llBytes, const char* timeoutMs) {
   return e;
 }
 
-int initOrReport(weftComm_t* comm, int n, const weftUniqueId& id, int rank) {
-  weftResult_t rc = weftCommInitRank(comm, n, id, rank);
-  if (rc != weftSuccess)
-    fprintf(stderr, "rank %d: weftCommInitRank: %s (%s)\n", rank, weftGetErrorString(rc), weftGetLastError(nullptr));
-  return rc == weftSuccess ? 0 : 2;
-}
-
 uint64_t llRounds(weftComm_t comm) { return comm->ll ? comm->ll->engine->roundsRun() : 0; }
 
 const CollKind kLlColls[] = {CollKind::AllReduce, CollKind::ReduceScatter, CollKind::AllGather, CollKind::Broadcast,

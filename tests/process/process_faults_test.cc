@@ -38,13 +38,6 @@ ChildEnv baseEnv(const char* timeoutMs) {
   return e;
 }
 
-int initOrReport(weftComm_t* comm, int n, const weftUniqueId& id, int rank) {
-  weftResult_t rc = weftCommInitRank(comm, n, id, rank);
-  if (rc != weftSuccess)
-    fprintf(stderr, "rank %d: weftCommInitRank: %s (%s)\n", rank, weftGetErrorString(rc), weftGetLastError(nullptr));
-  return rc == weftSuccess ? 0 : 2;
-}
-
 // (c) Eight processes on two cores: 200 tiny AllReduces must not starve.
 // The bound is generous; it catches sleeps of milliseconds per step (or a
 // lost wake-up rescued only by a timeout), not a slow machine.

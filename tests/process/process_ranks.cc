@@ -230,4 +230,11 @@ ProcessRunResult runRankProcesses(int n, const std::function<int(int, const weft
   return result;
 }
 
+int initOrReport(weftComm_t* comm, int n, const weftUniqueId& id, int rank) {
+  weftResult_t rc = weftCommInitRank(comm, n, id, rank);
+  if (rc != weftSuccess)
+    fprintf(stderr, "rank %d: weftCommInitRank: %s (%s)\n", rank, weftGetErrorString(rc), weftGetLastError(nullptr));
+  return rc == weftSuccess ? 0 : 2;
+}
+
 }  // namespace weft::test

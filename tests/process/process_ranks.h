@@ -62,4 +62,8 @@ long logFileEnd();
 // Milliseconds on a monotonic clock.
 int64_t nowMs();
 
+// weftCommInitRank in a child: 0 on success, else 2 after naming the error
+// (and weft's last error message) on stderr.
+int initOrReport(weftComm_t* comm, int n, const weftUniqueId& id, int rank);
+
 }  // namespace weft::test

@@ -49,12 +49,6 @@ json readJson(const std::string& path) {
   return json::parse(in, nullptr, /*allow_exceptions=*/false);
 }
 
-int initOrReport(weftComm_t* comm, int n, const weftUniqueId& id, int rank) {
-  weftResult_t rc = weftCommInitRank(comm, n, id, rank);
-  if (rc != weftSuccess) fprintf(stderr, "rank %d: init: %s\n", rank, weftGetLastError(nullptr));
-  return rc == weftSuccess ? 0 : 2;
-}
-
 constexpr size_t kCount = 20000;  // 80 KB of float32: several slots per step
 
 // AllReduce (sum of rank+1 over ranks), AllGather, Broadcast and a ring
