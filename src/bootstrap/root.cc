@@ -54,7 +54,6 @@ class Root {
       WEFT_WARN("bootstrap root at %s: %s", addr_.str().c_str(), e.what());
     }
     finish();
-    done_.store(true);
     for (auto& h : handlers) h.thread.join();
     std::lock_guard<std::mutex> lock(registry().mu);
     registry().running.erase(addr_.str());
@@ -120,10 +119,12 @@ class Root {
   }
 
   // Authenticates one connection and reads its hello; keeps the connection
-  // if the rank is accepted.
+  // if the rank is accepted. A handshake under way when the root's deadline
+  // passes still completes (within its own bound), so a rank that came late
+  // hears a signed "timed out" rather than a reset connection.
   void handle(Socket s, SocketAddress from) {
-    Deadline helloDeadline{std::min(deadline_.atNs, Deadline::after(kHelloTimeoutMs).atNs)};
-    const StopFlags stop{&done_, nullptr};
+    const Deadline helloDeadline = Deadline::after(kHelloTimeoutMs);
+    const StopFlags stop{};
     handshake::Session session;
     std::string bad;
     RootHello h{};
@@ -139,6 +140,13 @@ class Root {
 
   void admit(Joined j, const RootHello& h, const SocketAddress& from) {
     std::unique_lock<std::mutex> lock(mu_);
+    if (finished_) {
+      lock.unlock();
+      WEFT_WARN("bootstrap: rank %d from %s arrived after the root's %ld ms deadline", h.rank, from.str().c_str(),
+                static_cast<long>(timeoutMs_));
+      reply(j, kRootTimedOut, h.nranks);
+      return;
+    }
     if (nranks_ == 0) {
       nranks_ = h.nranks;
       ranks_.resize(nranks_);
@@ -167,6 +175,7 @@ class Root {
   // Answers every rank that joined: the table when all did, else a timeout.
   void finish() {
     std::lock_guard<std::mutex> lock(mu_);
+    finished_ = true;
     if (nranks_ > 0 && joined_ == nranks_) {
       for (auto& j : ranks_)
         reply(j, kRootOk, nranks_, addrs_.data(), addrs_.size() * sizeof(SocketAddress), timeoutMs_);
@@ -189,8 +198,8 @@ class Root {
   int64_t timeoutMs_;
   Deadline deadline_;
   std::atomic<bool> allJoined_{false};
-  std::atomic<bool> done_{false};
   std::mutex mu_;
+  bool finished_ = false;  // the table or the timeout went out; later ranks are told they are late
   int32_t nranks_ = 0;
   int32_t joined_ = 0;
   std::vector<Joined> ranks_;
