@@ -77,7 +77,9 @@ TEST_P(HierEveryRankCount, VerifiesWith1248RanksPerHost) {
       verifyLayout(contiguousHosts(n, perHost), {}, std::to_string(perHost) + " per host");
 }
 
-INSTANTIATE_TEST_SUITE_P(Ranks1To128, HierEveryRankCount, ::testing::Range(1, 129));
+INSTANTIATE_TEST_SUITE_P(Ranks1To128, HierEveryRankCount, ::testing::ValuesIn(sweepRanks(1, 128, true)));
+// Labelled `long` (tests/algorithms/CMakeLists.txt): not in the CI run.
+INSTANTIATE_TEST_SUITE_P(Ranks1To128Rest, HierEveryRankCount, ::testing::ValuesIn(sweepRanks(1, 128, false)));
 
 // Rank r on host r % H: a host's ranks are not neighbours in rank order;
 // the ring order (hosts in reverse, each host's ranks descending) says

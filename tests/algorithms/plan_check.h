@@ -44,4 +44,22 @@ inline plan::FifoGeometry tinyFifo() {
   return g;
 }
 
+// Rank counts for the long verifier sweeps: the CI run takes the edges of
+// the range and the counts around powers of two and primes (where slices and
+// trees change shape); the rest run under `ctest -L long`.
+inline bool inCiSample(int n) {
+  static const int kSample[] = {1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11, 12, 13, 14, 15, 16, 17,
+                                23, 24, 31, 32, 33, 47, 48, 63, 64, 65, 96, 97, 127, 128};
+  for (int s : kSample)
+    if (s == n) return true;
+  return false;
+}
+
+inline std::vector<int> sweepRanks(int lo, int hi, bool ciSample) {
+  std::vector<int> out;
+  for (int n = lo; n <= hi; n++)
+    if (inCiSample(n) == ciSample) out.push_back(n);
+  return out;
+}
+
 }  // namespace weft::test
