@@ -263,7 +263,8 @@ typedef struct {
   }
 
 /* Creates a compressor for AllReduces of `count` elements of `datatype`
- * (weftFloat32) on comm; it holds the error-feedback residual of one
+ * on comm (weftFloat32; TopK and Sign also weftFloat16 and weftBfloat16,
+ * computed in float32 and rounded once into the buffer); it holds the error-feedback residual of one
  * gradient buffer (or bucket). Collective over comm: every rank must pass the
  * same count, datatype and config, or every rank gets weftInvalidUsage. */
 WEFT_API weftResult_t weftCompressorCreate(weftComm_t comm, size_t count, weftDataType_t datatype,

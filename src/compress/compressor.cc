@@ -9,12 +9,22 @@
 #include "src/compress/sign.h"
 #include "src/core/comm.h"
 #include "src/core/group.h"
+#include "src/kernels/convert.h"
 #include "src/kernels/reduce.h"
 #include "src/util/error.h"
 #include "src/util/log.h"
 
 namespace weft::compress {
 namespace {
+
+// The compressor kinds: each declared once, looked up by its enum value.
+struct KindInfo {
+  weftCompressKind_t kind;
+  const char* name;
+  bool narrowWire;  // a wire format of the ring: float32 buffers only, no error feedback
+  void (*run)(weftCompressor*, const void*, void*);
+};
+const KindInfo* kindInfo(int kind);
 
 std::mutex registryMutex;
 std::set<const weftCompressor*>& registry() {
@@ -39,11 +49,12 @@ void applyConfig(weftCompressor* c, const weftCompressConfig* cfg) {
           "weftCompressorCreate: config was not initialised with WEFT_COMPRESS_CONFIG_INITIALIZER (magic %#x, size %zu)",
           cfg->magic, cfg->size);
   const int kind = cfg->kind;
-  if (kind < weftCompressBf16 || kind > weftCompressSign)
+  const KindInfo* info = kindInfo(kind);
+  if (!info)
     raise(weftInvalidArgument, "weftCompressorCreate: config->kind %d is not a compressor kind (bf16 %d, fp16 %d, "
           "topk %d, sign %d)", kind, weftCompressBf16, weftCompressFp16, weftCompressTopK, weftCompressSign);
-  c->kind = static_cast<weftCompressKind_t>(kind);
-  const bool narrow = kind == weftCompressBf16 || kind == weftCompressFp16;
+  c->kind = info->kind;
+  const bool narrow = info->narrowWire;
   c->ratio = 1.0;
   if (kind == weftCompressTopK) {
     c->ratio = cfg->ratio == WEFT_COMPRESS_UNDEF_RATIO ? 0.01 : cfg->ratio;
@@ -110,15 +121,28 @@ void runNarrow(weftCompressor* c, const void* send, void* recv) {
   c->bytesSent += 2 * (c->nranks - 1) * ((c->count + c->nranks - 1) / c->nranks) * 2;
 }
 
-// v = send (+ residual): the input the scheme compresses.
+// v = send (+ residual): the input the scheme compresses, in float32
+// whatever the buffer's type (a bf16/fp16 value converts exactly).
 std::span<float> compressInput(weftCompressor* c, const void* send) {
   c->work.resize(c->count);
-  const float* g = static_cast<const float*>(send);
-  if (c->errorFeedback)
-    for (size_t i = 0; i < c->count; i++) c->work[i] = g[i] + c->residual[i];
+  if (c->type == weftFloat32)
+    memcpy(c->work.data(), send, c->count * sizeof(float));
   else
-    memcpy(c->work.data(), g, c->count * sizeof(float));
+    kernels::narrowToFloat(c->work.data(), send, c->count, c->type);
+  if (c->errorFeedback)
+    for (size_t i = 0; i < c->count; i++) c->work[i] += c->residual[i];
   return {c->work.data(), c->count};
+}
+
+// Where the float32 result is formed: the user's buffer itself, or scratch
+// that finishOutput rounds into it once.
+float* floatOutput(weftCompressor* c, void* recv) {
+  if (c->type == weftFloat32) return static_cast<float*>(recv);
+  c->outScratch.resize(c->count);
+  return c->outScratch.data();
+}
+void finishOutput(weftCompressor* c, void* recv) {
+  if (c->type != weftFloat32) kernels::floatToNarrow(recv, c->outScratch.data(), c->count, c->type);
 }
 
 void runTopK(weftCompressor* c, const void* send, void* recv) {
@@ -136,11 +160,12 @@ void runTopK(weftCompressor* c, const void* send, void* recv) {
   c->bytesSent += (c->nranks - 1) * blockBytes;
   // Only now, after the exchange succeeded, do the residual and the output change.
   if (c->errorFeedback) keepUnsent(v, c->chosen, {c->residual.data(), c->count});
-  std::span<float> out(static_cast<float*>(recv), c->count);
+  std::span<float> out(floatOutput(c, recv), c->count);
   std::fill(out.begin(), out.end(), 0.0f);
   std::span<const TopKPair> all(reinterpret_cast<const TopKPair*>(c->recvBytes.data()), k * c->nranks);
   if (!scatterAdd(all, out))
     raise(weftInternalError, "compressed AllReduce: a peer sent a TopK index beyond count %zu", c->count);
+  finishOutput(c, recv);
 }
 
 // Where rank r's chunk starts, and its length (the last chunks may be
@@ -179,21 +204,30 @@ void runSign(weftCompressor* c, const void* send, void* recv) {
   collective(weftAllGather(packed.data(), c->recvBytes.data(), block, weftUint8, c->comm, nullptr),
              "the AllGather of packed chunk sums");
   c->bytesSent += (n - 1) * block;
-  float* out = static_cast<float*>(recv);
+  float* out = floatOutput(c, recv);
   for (int r = 0; r < n; r++) unpackSigns(c->recvBytes.data() + r * block, {out + chunkOff(c, r), chunkLen(c, r)});
+  finishOutput(c, recv);
+}
+
+constexpr KindInfo kKinds[] = {
+    {weftCompressBf16, "bf16", true, runNarrow},
+    {weftCompressFp16, "fp16", true, runNarrow},
+    {weftCompressTopK, "topk", false, runTopK},
+    {weftCompressSign, "sign", false, runSign},
+};
+
+const KindInfo* kindInfo(int kind) {
+  for (const KindInfo& k : kKinds)
+    if (k.kind == kind) return &k;
+  return nullptr;
 }
 
 }  // namespace
 
 const char* kindName(int kind) {
-  switch (kind) {
-    case weftCompressNone: return "none";
-    case weftCompressBf16: return "bf16";
-    case weftCompressFp16: return "fp16";
-    case weftCompressTopK: return "topk";
-    case weftCompressSign: return "sign";
-    default: return "unknown";
-  }
+  if (kind == weftCompressNone) return "none";
+  const KindInfo* k = kindInfo(kind);
+  return k ? k->name : "unknown";
 }
 
 weftCompressor* createCompressor(weftComm_t comm, size_t count, weftDataType_t type, const weftCompressConfig* cfg) {
@@ -204,9 +238,13 @@ weftCompressor* createCompressor(weftComm_t comm, size_t count, weftDataType_t t
   c->nranks = comm->nranks;
   c->rank = comm->rank;
   applyConfig(c.get(), cfg);
-  if (type != weftFloat32)
-    raise(weftInvalidArgument, "weftCompressorCreate: %s compression takes weftFloat32 buffers, not %s",
-          kindName(c->kind), (static_cast<int>(type) >= 0 && type < weftNumTypes) ? kernels::typeName(type) : "an unknown type");
+  // Sparse and sign schemes compute in float32 and round the result once
+  // into a 16-bit buffer; a narrow wire format is only a saving for float32.
+  const bool narrowWire = kindInfo(c->kind)->narrowWire;
+  if (type != weftFloat32 && (narrowWire || (type != weftFloat16 && type != weftBfloat16)))
+    raise(weftInvalidArgument, "weftCompressorCreate: %s compression takes %s buffers, not %s", kindName(c->kind),
+          narrowWire ? "weftFloat32" : "weftFloat32, weftFloat16 or weftBfloat16",
+          (static_cast<int>(type) >= 0 && type < weftNumTypes) ? kernels::typeName(type) : "an unknown type");
   if (c->kind == weftCompressTopK && count > UINT32_MAX)
     raise(weftInvalidArgument, "weftCompressorCreate: TopK indexes entries with 32 bits; count %zu is too large", count);
   if (count > (SIZE_MAX / sizeof(float)) / 4)
@@ -220,14 +258,9 @@ weftCompressor* createCompressor(weftComm_t comm, size_t count, weftDataType_t t
 void runCompressed(weftCompressor* c, const void* send, void* recv) {
   std::lock_guard<std::mutex> lock(c->mutex);
   if (c->count == 0) return;
-  switch (c->kind) {
-    case weftCompressBf16:
-    case weftCompressFp16: runNarrow(c, send, recv); return;
-    case weftCompressTopK: runTopK(c, send, recv); return;
-    case weftCompressSign: runSign(c, send, recv); return;
-    default: break;
-  }
-  raise(weftInternalError, "compressed AllReduce: compressor kind %d", int(c->kind));
+  const KindInfo* info = kindInfo(c->kind);
+  if (!info) raise(weftInternalError, "compressed AllReduce: compressor kind %d", int(c->kind));
+  info->run(c, send, recv);
 }
 
 void registerCompressor(weftCompressor* c) {

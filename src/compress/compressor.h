@@ -38,6 +38,7 @@ struct weftCompressor {
   std::mutex mutex;
   // Scratch, kept between calls so a training loop allocates once.
   std::vector<float> work;
+  std::vector<float> outScratch;  // the float32 result of a 16-bit buffer's call
   std::vector<float> mags;
   std::vector<uint32_t> chosen;
   std::vector<unsigned char> sendBytes, recvBytes;

@@ -13,6 +13,7 @@
 
 #include "compress_reference.h"
 #include "src/kernels/convert.h"
+#include "src/kernels/reduce.h"
 #include "tests/collectives/thread_ranks.h"
 #include "tests/process/process_ranks.h"
 
@@ -118,6 +119,49 @@ TEST(CompressRanks, ErrorFeedbackRunningSumTracksTheInput) {
     absNoEarly *= std::sqrt(inEarly);
     absNoLate *= std::sqrt(inLate);
     EXPECT_GT(absNoLate, 2 * absNoEarly) << "kind " << kind;
+  }
+}
+
+// 16-bit buffers: the input converts exactly to float32, the scheme runs
+// as for float32, and the result is rounded once into the buffer; so the
+// reference is the float32 one on the rounded inputs, rounded at the end.
+std::string runNarrowBuffers(ThreadRanks& ranks, int kind, weftDataType_t type, size_t count, double ratio, int steps) {
+  const int n = ranks.size();
+  auto narrowed = [&](const std::vector<float>& f) {
+    std::vector<uint16_t> h(f.size());
+    kernels::floatToNarrow(h.data(), f.data(), f.size(), type);
+    return h;
+  };
+  auto widened = [&](const std::vector<uint16_t>& h) {
+    std::vector<float> f(h.size());
+    kernels::narrowToFloat(f.data(), h.data(), h.size(), type);
+    return f;
+  };
+  return ranks.run([&](int r) -> std::string {
+    weftCompressConfig cfg = config(kind, ratio, 1);
+    weftCompressor_t c = nullptr;
+    if (weftResult_t rc = weftCompressorCreate(ranks.comm(r), count, type, &cfg, &c)) return err(r, "create", rc);
+    ReferenceCompressor ref(kind, n, count, ratio, true);
+    std::string problems;
+    for (int t = 0; t < steps && problems.empty(); t++) {
+      std::vector<std::vector<float>> in(n);
+      for (int q = 0; q < n; q++) in[q] = widened(narrowed(gradient(q, t, count, false)));
+      std::vector<uint16_t> buf = narrowed(in[r]);  // in place, as DDP hooks call it
+      if (weftResult_t rc = weftCompressedAllReduce(buf.data(), buf.data(), c, nullptr)) return err(r, "call", rc);
+      if (buf != narrowed(ref.step(in)))
+        problems = "rank " + std::to_string(r) + " step " + std::to_string(t) + ": 16-bit result differs\n";
+    }
+    weftCompressorDestroy(c);
+    return problems;
+  });
+}
+
+TEST(CompressRanks, TopKAndSignOn16BitBuffersMatchTheReference) {
+  ThreadRanks ranks(3);
+  ASSERT_EQ(ranks.status(), weftSuccess);
+  for (weftDataType_t type : {weftBfloat16, weftFloat16}) {
+    EXPECT_EQ(runNarrowBuffers(ranks, weftCompressTopK, type, 777, 0.05, 3), "") << kernels::typeName(type);
+    EXPECT_EQ(runNarrowBuffers(ranks, weftCompressSign, type, 777, 1.0, 3), "") << kernels::typeName(type);
   }
 }
 
@@ -248,10 +292,18 @@ TEST(CompressBadInput, CompressorArguments) {
     weftCompressConfig cfg = config(weftCompressTopK, ratio);
     EXPECT_REFUSED(weftCompressorCreate(comm, 10, weftFloat32, &cfg, &c), weftInvalidArgument, "outside (0, 1]");
   }
-  for (int kind : {weftCompressTopK, weftCompressSign, weftCompressBf16}) {
+  for (int kind : {weftCompressTopK, weftCompressSign}) {
+    weftCompressConfig cfg = config(kind);
+    EXPECT_REFUSED(weftCompressorCreate(comm, 10, weftInt32, &cfg, &c), weftInvalidArgument,
+                   "takes weftFloat32, weftFloat16 or weftBfloat16 buffers, not int32");
+    EXPECT_REFUSED(weftCompressorCreate(comm, 10, weftFloat64, &cfg, &c), weftInvalidArgument, "not double");
+  }
+  for (int kind : {weftCompressBf16, weftCompressFp16}) {
     weftCompressConfig cfg = config(kind);
     EXPECT_REFUSED(weftCompressorCreate(comm, 10, weftInt32, &cfg, &c), weftInvalidArgument,
                    "takes weftFloat32 buffers, not int32");
+    EXPECT_REFUSED(weftCompressorCreate(comm, 10, weftBfloat16, &cfg, &c), weftInvalidArgument,
+                   "takes weftFloat32 buffers, not bfloat16");
   }
   weftCompressConfig unset = WEFT_COMPRESS_CONFIG_INITIALIZER;
   EXPECT_REFUSED(weftCompressorCreate(comm, 10, weftFloat32, &unset, &c), weftInvalidArgument, "not a compressor kind");
