@@ -4,8 +4,9 @@ collectives, so any backend runs them, but gloo has no bfloat16, so
 bf16_hook is skipped there) or "weft" (needs weft_torch on PYTHONPATH).
 Checks: TopK at ratio 1 gives the plain average; bf16 within its rounding;
 every hook trains a logistic regression on a synthetic set, and error
-feedback makes TopK 1% reach a lower loss than without. Prints the final
-losses. Exit 77 (skipped) without torch."""
+feedback makes TopK 1% reach a lower loss than without; TopK's momentum
+correction steps its velocity and residual exactly as DGC says, and at
+ratio 1 trains as plain SGD. Prints the final losses. Exit 77 (skipped) without torch."""
 import os
 import sys
 import tempfile
@@ -36,6 +37,33 @@ def data(rank):
     x = torch.randn(512, FEATURES, generator=g)
     y = (x @ w > 0).float()
     return x, y
+
+
+class FakeBucket:
+    """What topk_hook reads of DDP's GradBucket."""
+
+    def __init__(self, values):
+        self._buffer = torch.tensor(values, dtype=torch.float32)
+
+    def buffer(self):
+        return self._buffer
+
+    def index(self):
+        return 0
+
+
+def momentum_correction_steps():
+    """k = 1 of 4 entries, momentum 0.5, the same gradient on every rank.
+    Step 1: u = g = [4,1,0,0]; entry 0 sent; residual [0,1,0,0]; u[0] cleared.
+    Step 2: g = [0,0,0,3]: u = [0,.5,0,3]; v = u + residual = [0,1.5,0,3];
+    entry 3 sent; residual [0,1.5,0,0]; u = [0,.5,0,0]."""
+    state = hooks.TopKState(ratio=0.25, momentum=0.5)
+    out1 = hooks.topk_hook(state, FakeBucket([4, 1, 0, 0])).wait()
+    ok = out1.tolist() == [4, 0, 0, 0]
+    out2 = hooks.topk_hook(state, FakeBucket([0, 0, 0, 3])).wait()
+    ok = ok and out2.tolist() == [0, 0, 0, 3]
+    ok = ok and state.residuals[0].tolist() == [0, 1.5, 0, 0] and state.velocities[0].tolist() == [0, 0.5, 0, 0]
+    return ok
 
 
 def train(rank, hook, state, steps=40):
@@ -76,6 +104,10 @@ def worker(rank, store_path, results):
         out["bf16_close"] = torch.allclose(plain_grad, bf16_grad, rtol=2e-2, atol=1e-3)
     _, out["topk_ef"] = train(rank, hooks.topk_hook, hooks.TopKState(ratio=0.01))
     _, out["topk_no_ef"] = train(rank, hooks.topk_hook, hooks.TopKState(ratio=0.01, error_feedback=False))
+    out["momentum_steps"] = momentum_correction_steps()
+    # At ratio 1 every velocity is sent and cleared: plain SGD, step for step.
+    _, out["none5"] = train(rank, None, None, steps=5)
+    _, out["topk1_momentum5"] = train(rank, hooks.topk_hook, hooks.TopKState(ratio=1.0, momentum=0.9), steps=5)
     _, out["sign_ef"] = train(rank, hooks.sign_hook, hooks.SignState())
     _, out["sign_no_ef"] = train(rank, hooks.sign_hook, hooks.SignState(error_feedback=False))
     results[rank] = out
@@ -97,6 +129,11 @@ def main():
     for k in ("none", "bf16", "topk_ef", "sign_ef"):
         if k in r and not r[k] < 0.6:
             problems.append(f"{k}: loss {r[k]:.4f} did not fall below 0.6")
+    if not r["momentum_steps"]:
+        problems.append("TopK momentum correction: velocity, residual or output not as DGC steps them")
+    if abs(r["none5"] - r["topk1_momentum5"]) > 1e-5:
+        problems.append(f"TopK ratio 1 with momentum correction: loss {r['topk1_momentum5']:.6f}, "
+                        f"plain SGD {r['none5']:.6f}")
     if not r["topk_ef"] < r["topk_no_ef"]:
         problems.append("TopK: error feedback did not beat no error feedback")
     for p in problems:

@@ -1,12 +1,16 @@
 """Evidence for docs/compression.md: an MLP on a synthetic classification set,
 trained with DDP on the weft backend by 4 processes (shared memory), once per
 comm hook: no compression, bf16, TopK 1% with and without error feedback,
-Sign with and without error feedback. Writes the loss curves as a PNG
+Sign with and without error feedback; with --momentum instead: SGD with
+momentum 0.9 without compression, with TopK 1% + error feedback, and TopK
+1% + error feedback with the momentum moved into the hook (DGC's momentum
+correction, plain SGD in the optimizer). Writes the loss curves as a PNG
 (matplotlib from Debian: python3-matplotlib) and prints final accuracy,
 bytes sent per step per rank and step time.
 
     PYTHONPATH=build/bindings/torch WEFT_SOCKET_IFNAME=lo \\
       /usr/bin/python3 tools/compression-evidence/train.py docs/compression-loss.png
+    ... train.py --momentum docs/compression-momentum.png
 """
 import importlib.util
 import json
@@ -27,14 +31,22 @@ hooks = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(hooks)
 
 WORLD, FEATURES, CLASSES, HIDDEN, SAMPLES, STEPS = 4, 64, 8, 128, 1024, 100
-RUNS = [
-    ("none", None, lambda: None),
-    ("bf16", hooks.bf16_hook, lambda: None),
-    ("topk 1% + EF", hooks.topk_hook, lambda: hooks.TopKState(ratio=0.01)),
-    ("topk 1%, no EF", hooks.topk_hook, lambda: hooks.TopKState(ratio=0.01, error_feedback=False)),
-    ("sign + EF", hooks.sign_hook, lambda: hooks.SignState()),
-    ("sign, no EF", hooks.sign_hook, lambda: hooks.SignState(error_feedback=False)),
+# (name, hook, state maker, optimizer momentum, learning rate)
+PLAIN_RUNS = [
+    ("none", None, lambda: None, 0.0, 0.1),
+    ("bf16", hooks.bf16_hook, lambda: None, 0.0, 0.1),
+    ("topk 1% + EF", hooks.topk_hook, lambda: hooks.TopKState(ratio=0.01), 0.0, 0.1),
+    ("topk 1%, no EF", hooks.topk_hook, lambda: hooks.TopKState(ratio=0.01, error_feedback=False), 0.0, 0.1),
+    ("sign + EF", hooks.sign_hook, lambda: hooks.SignState(), 0.0, 0.1),
+    ("sign, no EF", hooks.sign_hook, lambda: hooks.SignState(error_feedback=False), 0.0, 0.1),
 ]
+MOMENTUM_RUNS = [
+    ("none, SGD m=0.9", None, lambda: None, 0.9, 0.02),
+    ("topk 1% + EF, SGD m=0.9", hooks.topk_hook, lambda: hooks.TopKState(ratio=0.01), 0.9, 0.02),
+    ("topk 1% + EF + momentum correction", hooks.topk_hook,
+     lambda: hooks.TopKState(ratio=0.01, momentum=0.9), 0.0, 0.02),
+]
+RUNS = MOMENTUM_RUNS if "--momentum" in sys.argv else PLAIN_RUNS
 
 
 def dataset(rank):
@@ -50,14 +62,14 @@ def ring_bytes(numel, elem):
     return 2 * (WORLD - 1) / WORLD * numel * elem
 
 
-def run(rank, hook, make_state):
+def run(rank, hook, make_state, momentum, lr):
     torch.manual_seed(0)
     net = torch.nn.Sequential(torch.nn.Linear(FEATURES, HIDDEN), torch.nn.ReLU(), torch.nn.Linear(HIDDEN, CLASSES))
     model = DDP(net, bucket_cap_mb=1)
     state = make_state()
     if hook is not None:
         model.register_comm_hook(state, hook)
-    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=momentum)
     x, y = dataset(rank)
     loss_fn = torch.nn.CrossEntropyLoss()
     losses = []
@@ -83,13 +95,14 @@ def worker(rank, store, results):
     import weft_torch  # noqa: F401  registers the backend
     torch.set_num_threads(1)
     dist.init_process_group("weft", init_method="file://" + store, rank=rank, world_size=WORLD)
-    out = {name: run(rank, hook, make) for name, hook, make in RUNS}
+    out = {name: run(rank, hook, make, m, lr) for name, hook, make, m, lr in RUNS}
     results[rank] = out
     dist.destroy_process_group()
 
 
 def main():
-    png = sys.argv[1] if len(sys.argv) > 1 else "compression-loss.png"
+    args = [a for a in sys.argv[1:] if a != "--momentum"]
+    png = args[0] if args else "compression-loss.png"
     with tempfile.TemporaryDirectory() as d:
         results = mp.Manager().dict()
         mp.spawn(worker, args=(os.path.join(d, "store"), results), nprocs=WORLD, join=True)
@@ -98,7 +111,7 @@ def main():
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     fig, ax = plt.subplots(figsize=(7, 4))
-    for name, _, _ in RUNS:
+    for name, *_ in RUNS:
         ax.plot(r[name]["losses"], label=f"{name} (acc {r[name]['accuracy']:.3f})")
     ax.set_xlabel("step")
     ax.set_ylabel("training loss (rank 0)")
@@ -108,7 +121,7 @@ def main():
     fig.tight_layout()
     fig.savefig(png, dpi=110)
     print(f"{'hook':16} {'final loss':>10} {'accuracy':>9} {'bytes/step/rank':>16} {'step ms':>8}")
-    for name, _, _ in RUNS:
+    for name, *_ in RUNS:
         x = r[name]
         print(f"{name:16} {x['losses'][-1]:10.4f} {x['accuracy']:9.3f} {x['bytes']:16.0f} {x['step_ms']:8.2f}")
     print(json.dumps({"params": r["none"]["params"]}))

@@ -13,7 +13,10 @@ weft's C compressors (weftCompressedAllReduce):
   and rounds once per ring hop);
 - topk_hook: each rank sends its ratio largest-magnitude entries as (index,
   value) pairs (AllGather), the rest stays in a per-bucket residual that is
-  added to the next step's gradient (error feedback);
+  added to the next step's gradient (error feedback); with
+  TopKState(momentum=m) the hook applies momentum itself, before selection,
+  and clears the momentum of the entries it sent (DGC's momentum correction
+  and factor masking): use it with an optimizer without momentum;
 - sign_hook: DeepSpeed's two phases: the sign bits of each rank's chunk and a
   scale per chunk go to the chunk's owner (AlltoAll), the owner sums, adds
   its own residual, packs again, and the packed sums are all-gathered; both
@@ -51,15 +54,28 @@ def bf16_hook(process_group, bucket):
 
 
 class TopKState:
-    """State of topk_hook: the ratio of entries sent and one residual per bucket."""
+    """State of topk_hook: the ratio of entries sent, one residual per bucket,
+    and with momentum > 0 one velocity per bucket.
 
-    def __init__(self, process_group=None, ratio=0.01, error_feedback=True):
+    Momentum in the optimizer compounds with error feedback (a residual that
+    waits several steps is then applied with several steps' momentum), which
+    makes training oscillate; momentum here is accumulated before selection
+    instead, and an entry's velocity is cleared when it is sent."""
+
+    def __init__(self, process_group=None, ratio=0.01, error_feedback=True, momentum=0.0):
         if not 0.0 < ratio <= 1.0:
             raise ValueError(f"TopKState: ratio {ratio} is outside (0, 1]")
+        if not 0.0 <= momentum < 1.0:
+            raise ValueError(f"TopKState: momentum {momentum} is outside [0, 1)")
+        if momentum and not error_feedback:
+            raise ValueError("TopKState: momentum correction needs error_feedback=True (the velocity "
+                             "of unsent entries lives on in the residual)")
         self.process_group = process_group
         self.ratio = ratio
         self.error_feedback = error_feedback
+        self.momentum = momentum
         self.residuals = {}
+        self.velocities = {}
         self.bytes_sent = 0
 
 
@@ -69,6 +85,14 @@ def topk_hook(state, bucket):
     world = dist.get_world_size(group)
     grad = bucket.buffer()
     flat = grad.float()
+    velocity = None
+    if state.momentum:
+        velocity = state.velocities.get(bucket.index())
+        if velocity is None or velocity.numel() != flat.numel():
+            velocity = torch.zeros_like(flat)
+        velocity.mul_(state.momentum).add_(flat)
+        state.velocities[bucket.index()] = velocity
+        flat = velocity
     if state.error_feedback:
         residual = state.residuals.get(bucket.index())
         if residual is None or residual.numel() != flat.numel():
@@ -82,6 +106,8 @@ def topk_hook(state, bucket):
         kept = flat.clone()
         kept[index] = 0
         state.residuals[bucket.index()] = kept
+    if velocity is not None:
+        velocity[index] = 0
     indices = [torch.empty_like(index) for _ in range(world)]
     gathered = [torch.empty_like(values) for _ in range(world)]
     dist.all_gather(indices, index, group=group)
