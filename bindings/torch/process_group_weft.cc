@@ -1,6 +1,7 @@
 #include "bindings/torch/process_group_weft.h"
 
 #include <c10/util/Exception.h>
+#include <pybind11/pybind11.h>
 
 #include <climits>
 #include <cstring>
@@ -93,8 +94,15 @@ ProcessGroupWeft::ProcessGroupWeft(const c10::intrusive_ptr<c10d::Store>& store,
 }
 
 ProcessGroupWeft::~ProcessGroupWeft() {
-  p2p_.reset();
-  queue_.reset();  // every queued operation ends first (each is bounded by the timeout)
+  // Python drops the last reference with the GIL held, and a queued
+  // operation's completion runs Python callbacks (Future.then) on the queue's
+  // thread: joining that thread while holding the GIL would wait forever.
+  if (Py_IsInitialized() && PyGILState_Check()) {
+    pybind11::gil_scoped_release noGil;
+    stopThreads();
+  } else {
+    stopThreads();
+  }
   if (!comm_) return;
   weftResult_t failed = weftSuccess;
   weftCommGetAsyncError(comm_, &failed);
@@ -102,6 +110,11 @@ ProcessGroupWeft::~ProcessGroupWeft() {
     weftCommAbort(comm_);
   else
     weftCommDestroy(comm_);
+}
+
+void ProcessGroupWeft::stopThreads() {
+  p2p_.reset();
+  queue_.reset();  // every queued operation ends first (each is bounded by the timeout)
 }
 
 void ProcessGroupWeft::check(weftResult_t r, const char* what) const {

@@ -96,6 +96,7 @@ class ProcessGroupWeft : public c10d::ProcessGroup {
   at::Tensor gatherSparse(const at::Tensor& input);
   std::string diagnosis();
   // Throws with weft's own message when `r` is not weftSuccess.
+  void stopThreads();  // the point-to-point engine and the queue, each after its work ends
   void check(weftResult_t r, const char* what) const;
   // Sends and receives of unequal blocks (alltoall with splits, alltoall of
   // tensor lists) as one weft group; the block to and from self is a copy.
