@@ -98,6 +98,8 @@ WEFT_SETTING_NCCL(kIbTimeout, "WEFT_IB_TIMEOUT", "NCCL_IB_TIMEOUT", Int, "20", C
 WEFT_SETTING_NCCL(kIbRetryCnt, "WEFT_IB_RETRY_CNT", "NCCL_IB_RETRY_CNT", Int, "7", Comm, "IB transport retries")
 WEFT_SETTING_NCCL(kIbQpsPerConnection, "WEFT_IB_QPS_PER_CONNECTION", "NCCL_IB_QPS_PER_CONNECTION", Int, "1", Comm,
                   "queue pairs per IB connection")
+WEFT_SETTING(kIbMaxNics, "WEFT_IB_MAX_NICS", Int, "0", Comm,
+             "most IB ports one rank spreads its channels over (0: all at the closest distance)")
 WEFT_SETTING(kIbVerbsLib, "WEFT_IB_VERBS_LIB", String, "libibverbs.so.1", Process, "the verbs library to dlopen")
 
 // GPUDirect RDMA

@@ -135,6 +135,7 @@ void validateIbConfig(const IbConfig& c) {
   checkRange("WEFT_IB_TIMEOUT", c.timeout, 1, 31);
   checkRange("WEFT_IB_RETRY_CNT", c.retryCount, 0, 7);
   checkRange("WEFT_IB_QPS_PER_CONNECTION", c.qpsPerConnection, 1, static_cast<int>(kIbMaxQps));
+  checkRange("WEFT_IB_MAX_NICS", c.maxNics, 0, 64);
 }
 
 IbConfig readIbConfig() {
@@ -147,6 +148,7 @@ IbConfig readIbConfig() {
   c.timeout = static_cast<int>(settings::get(settings::kIbTimeout));
   c.retryCount = static_cast<int>(settings::get(settings::kIbRetryCnt));
   c.qpsPerConnection = static_cast<int>(settings::get(settings::kIbQpsPerConnection));
+  c.maxNics = static_cast<int>(settings::get(settings::kIbMaxNics));
   validateIbConfig(c);
   return c;
 }

@@ -60,6 +60,7 @@ struct IbConfig {
   int timeout = 20;            // WEFT_IB_TIMEOUT: local ack timeout 4.096us * 2^t
   int retryCount = 7;          // WEFT_IB_RETRY_CNT
   int qpsPerConnection = 1;    // WEFT_IB_QPS_PER_CONNECTION
+  int maxNics = 0;             // WEFT_IB_MAX_NICS, 0: every port of the closest set (nic_choice.h)
 };
 
 // Throws weftInvalidArgument naming the variable and its allowed range.
