@@ -132,7 +132,7 @@ Choice choose() {
   ib::HcaFilter filter = ib::parseHcaFilter(c.cfg.hca);
   ib::Discovery found;
   if (!c.cfg.disable) found = ib::discoverPorts();
-  c.decision = ib::decide(found, filter, c.cfg.disable, c.cfg.gidIndex);
+  c.decision = ib::decide(found, filter, c.cfg.disable, c.cfg.gidIndex, c.cfg.gidFilter());
   return c;
 }
 
@@ -152,7 +152,7 @@ ib::NicChoice nicsFor(const Choice& c, int cudaDev, int localRank) {
 }
 
 ib::IbPortChoice portAt(const Choice& c, int index) {
-  return ib::IbPortChoice{c.decision.usable[index], c.decision.gid[index].index};
+  return ib::IbPortChoice{c.decision.usable[index], c.decision.gid[index].index, c.decision.gid[index].type};
 }
 
 // The rank's index among the ranks of its host.
