@@ -253,7 +253,7 @@ void IbConnection::connect(ConnectContext& ctx, uint64_t tag) {
   if (device_) {
     std::string detail;
     if (!isSender_ && fifo_->mode() != GdrMode::Staged)
-      detail = flushQp_ ? "flush by RDMA read" : "no flush: WEFT_GDR_FLUSH_DISABLE";
+      detail = device_->flushReason;
     logDeviceEdge(rank_, peer_, isSender_, device_->gdr, detail);
   }
 }

@@ -4,6 +4,7 @@
 #include "src/topology/detect.h"
 #include "src/util/error.h"
 #include "src/util/log.h"
+#include "transports/ib/flush_schedule.h"
 
 namespace weft {
 
@@ -115,7 +116,13 @@ void IbTransportBase::publishFacts(const TransportInit& init, PeerInfo& self) {
   DevicePlacement placement;
   placement.gdr = gdr_;
   placement.cudaDev = init.cudaDev;
-  placement.flush = !readGdrSettings().flushDisabled;
+  // ibDeviceGdr decided the flush (decideFlush) when it probed the GPU;
+  // other decisions are staged (no GPU slots, so no flush either way).
+  const FlushDecision flush = gdr_.flushReason.empty()
+                                  ? decideFlush(readGdrSettings().flushDisabled, init.cudaDev, -1, -1)
+                                  : FlushDecision{gdr_.flush, gdr_.flushReason};
+  placement.flush = flush.flush;
+  placement.flushReason = flush.reason;
   device_ = std::make_unique<IbDeviceTransport>(*this, placement);
 }
 

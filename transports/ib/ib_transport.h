@@ -85,7 +85,8 @@ bool gdrCanJoin(bool selfGdr, bool peerGdr, std::string* why);
 struct DevicePlacement {
   GdrDecision gdr;    // Staged: host slots (mapped for the GPU by the device executor)
   int cudaDev = -1;   // where GPU slots are allocated
-  bool flush = true;  // receiver with GPU slots: flush before posting (WEFT_GDR_FLUSH_DISABLE)
+  bool flush = true;  // receiver with GPU slots: flush before posting (decideFlush)
+  std::string flushReason;
 };
 
 // The IB transport's part that needs no verbs.h: its facts, its choice per

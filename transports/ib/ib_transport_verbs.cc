@@ -13,6 +13,7 @@
 #include "src/util/log.h"
 #include "transports/ib/ib_connection.h"
 #include "transports/ib/ib_device.h"
+#include "transports/ib/flush_schedule.h"
 #include "transports/ib/ib_select.h"
 #include "transports/ib/nic_choice.h"
 #include "transports/ib/verbs_loader.h"
@@ -239,7 +240,12 @@ ib::GdrDecision ibDeviceGdr(int rank, int cudaDev, const NicDistanceFn& distance
   (void)rank;
   ib::IbPortChoice port = portAt(c, nicsFor(c, cudaDev, 0).rails[0]);
   std::optional<ib::PciDistance> d = distance ? distance(port.port.dev, port.port.port) : std::nullopt;
-  return ib::decideGdr(settings, ib::probeGdr(port.port.dev, port.port.port, cudaDev, d));
+  const ib::GdrFacts facts = ib::probeGdr(port.port.dev, port.port.port, cudaDev, d);
+  ib::GdrDecision g = ib::decideGdr(settings, facts);
+  const ib::FlushDecision flush = ib::decideFlush(settings.flushDisabled, cudaDev, facts.ccMajor, facts.ccMinor);
+  g.flush = flush.flush;
+  g.flushReason = flush.reason;
+  return g;
 }
 
 }  // namespace weft
