@@ -63,6 +63,11 @@ void writeFacts(PeerInfo& p, int row, const Facts& f) {
   if (row >= 0 && row < kMaxTransportFacts) std::memcpy(p.transportFacts[row], &f, sizeof f);
 }
 
+// The connection index (the channel) a connect tag carries in its bits
+// 44..51 (the core builds tags in src/core/connections.cc): a transport with
+// several NICs spreads channels over them by it.
+inline int connectTagConn(uint64_t tag) { return static_cast<int>((tag >> 44) & 0xff); }
+
 // What a transport knows of its rank when the communicator is made, before
 // the ranks exchange their PeerInfo.
 struct TransportInit {

@@ -99,6 +99,7 @@ void Connections::connectEdges(std::vector<Edge> edges) {
     } else {
       t = choose(peer, &why);
     }
+    // connectTagConn (transports/transport.h) reads conn back from bits 44..51.
     const uint64_t tag = kTagConnect | (uint64_t(e.device) << 52) | (uint64_t(e.conn) << 44) |
                          (uint64_t(e.sender) << 22) | uint64_t(e.receiver);
     std::unique_ptr<Connection> c = sending ? t->connectSend(ctx_, peer, tag) : t->connectRecv(ctx_, peer, tag);

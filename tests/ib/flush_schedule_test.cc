@@ -109,3 +109,30 @@ TEST(FlushSchedule, ManySlotsInOrder) {
   }
   EXPECT_GT(expect, 1000u);
 }
+
+// Whether a receiver with GPU slots flushes at all: not on compute
+// capability 9.0 and later, not when disabled, else yes (unknown: yes).
+TEST(FlushDecision, SkippedFromComputeCapabilityNineOn) {
+  using weft::ib::decideFlush;
+  for (auto [major, minor] : {std::pair{9, 0}, std::pair{10, 0}, std::pair{12, 1}}) {
+    auto d = decideFlush(false, 2, major, minor);
+    EXPECT_FALSE(d.flush) << major;
+    EXPECT_NE(d.reason.find("no flush: GPU 2 is compute capability " + std::to_string(major) + "." +
+                            std::to_string(minor)),
+              std::string::npos)
+        << d.reason;
+  }
+  for (auto [major, minor] : {std::pair{8, 0}, std::pair{8, 9}, std::pair{7, 0}}) {
+    auto d = decideFlush(false, 0, major, minor);
+    EXPECT_TRUE(d.flush) << major << "." << minor;
+    EXPECT_EQ(d.reason, "flush by RDMA read");
+  }
+  auto unknown = decideFlush(false, 1, -1, -1);
+  EXPECT_TRUE(unknown.flush);
+  EXPECT_NE(unknown.reason.find("compute capability unknown"), std::string::npos) << unknown.reason;
+  for (int major : {-1, 8, 9}) {
+    auto off = decideFlush(true, 0, major, 0);
+    EXPECT_FALSE(off.flush);
+    EXPECT_EQ(off.reason, "no flush: WEFT_GDR_FLUSH_DISABLE");
+  }
+}

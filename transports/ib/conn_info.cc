@@ -54,6 +54,8 @@ void writeBody(Writer& w, const ConnInfo& c) {
   for (uint32_t q : c.qpn) w.u32(q);
   w.u32(c.psn);
   for (uint8_t b : c.gid) w.u8(b);
+  w.u8(c.gidType);
+  w.u64(c.subnetPrefix);
   w.u64(c.fifoAddr);
   w.u32(c.fifoRkey);
   w.u32(c.nSlots);
@@ -122,6 +124,8 @@ ConnInfo decodeConnInfo(const uint8_t* data, size_t bytes) {
   for (auto& q : c.qpn) q = r.u32();
   c.psn = r.u32();
   for (auto& b : c.gid) b = r.u8();
+  c.gidType = r.u8();
+  c.subnetPrefix = r.u64();
   c.fifoAddr = r.u64();
   c.fifoRkey = r.u32();
   c.nSlots = r.u32();
@@ -136,6 +140,7 @@ ConnInfo decodeConnInfo(const uint8_t* data, size_t bytes) {
       raise(weftRemoteError, "IB connection info has %u QPs (1..%u allowed)", c.nQps, kIbMaxQps);
     if (c.psn > 0xffffffu) raise(weftRemoteError, "IB connection info has PSN 0x%x wider than 24 bits", c.psn);
     if (c.mtu < 1 || c.mtu > 5) raise(weftRemoteError, "IB connection info has MTU code %u (1..5)", c.mtu);
+    if (c.gidType > 3) raise(weftRemoteError, "IB connection info has GID type code %u (0..3)", c.gidType);
   }
   return c;
 }

@@ -17,7 +17,7 @@ namespace weft::ib {
 
 constexpr uint32_t kIbMaxQps = 16;
 constexpr uint32_t kConnInfoMagic = 0x57464942;  // "WFIB"
-constexpr uint16_t kConnInfoVersion = 1;
+constexpr uint16_t kConnInfoVersion = 2;
 
 enum class ConnRole : uint8_t { Sender = 1, Receiver = 2 };
 
@@ -33,6 +33,8 @@ struct ConnInfo {
   uint32_t psn = 0;         // 24 bits, the first packet sequence number of every QP
   uint16_t lid = 0;
   std::array<uint8_t, 16> gid{};
+  uint8_t gidType = 0;       // 1 + GidType of that GID (0: unknown)
+  uint64_t subnetPrefix = 0; // the upper 64 bits of the GID: IB's subnet; a differing one needs a GRH
   // Receiver: slot 0 of its FIFO and the rkey to write there.
   uint64_t fifoAddr = 0;
   uint32_t fifoRkey = 0;

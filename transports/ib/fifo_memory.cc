@@ -88,7 +88,7 @@ FlushQp::FlushQp(const IbDevice& dev, ibv_cq* cq, const LoopbackAddress& addr, c
   try {
     ibv_qp_attr a{};
     a.qp_state = IBV_QPS_INIT;
-    a.pkey_index = 0;
+    a.pkey_index = static_cast<uint16_t>(cfg.pkeyIndex);
     a.port_num = addr.port;
     // The QP is both requester and responder of its reads.
     a.qp_access_flags = IBV_ACCESS_REMOTE_READ | IBV_ACCESS_LOCAL_WRITE;

@@ -4,6 +4,16 @@
 
 namespace weft::ib {
 
+FlushDecision decideFlush(bool flushDisabled, int cudaDev, int ccMajor, int ccMinor) {
+  if (flushDisabled) return {false, "no flush: WEFT_GDR_FLUSH_DISABLE"};
+  const std::string gpu = "GPU " + std::to_string(cudaDev);
+  if (ccMajor >= 9)
+    return {false, "no flush: " + gpu + " is compute capability " + std::to_string(ccMajor) + "." +
+                       std::to_string(ccMinor < 0 ? 0 : ccMinor) + " (orders RDMA writes before their completion)"};
+  if (ccMajor < 0) return {true, "flush by RDMA read (" + gpu + " compute capability unknown)"};
+  return {true, "flush by RDMA read"};
+}
+
 void FlushSchedule::arrived(uint32_t slot, uint32_t bytes) {
   if (count_ == kFifoMaxSlots)
     raise(weftRemoteError, "NET/IB: more than %u slots arrived without being posted", kFifoMaxSlots);

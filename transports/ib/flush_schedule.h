@@ -14,10 +14,23 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <string>
 
 #include "transports/fifo.h"
 
 namespace weft::ib {
+
+// Whether a receiver with GPU slots flushes at all. GPUs of compute
+// capability 9.0 and later (Hopper on) do not let a completion's
+// visibility pass the data of the RDMA writes before it on the way into
+// their memory, so the read is pure cost there and is skipped; older or
+// unknown GPUs flush unless WEFT_GDR_FLUSH_DISABLE says otherwise.
+struct FlushDecision {
+  bool flush = true;
+  std::string reason;  // "flush by RDMA read", "no flush: ...", for the connection's log line
+};
+// ccMajor/ccMinor < 0: unknown (the driver could not be asked).
+FlushDecision decideFlush(bool flushDisabled, int cudaDev, int ccMajor, int ccMinor);
 
 class FlushSchedule {
  public:

@@ -53,12 +53,15 @@ struct GdrFacts {
   bool hcaDmabuf = false;   // the HCA's kernel driver accepts dma-buf registrations
   std::string peerMemModule;  // the loaded peer-memory module ("nvidia-peermem"), "" if none
   std::optional<PciDistance> distance;  // GPU to NIC; nullopt: the topology cannot tell
+  int ccMajor = -1, ccMinor = -1;        // the GPU's compute capability; -1: unknown
 };
 
 struct GdrDecision {
   GdrMode mode = GdrMode::Staged;
   std::string reason;  // why staged; or where GPUDirect is done ("GPU 0 to mlx5_0:1 PIX",
                        // "nvidia-peermem, GPU 0 to mlx5_0:1 PIX")
+  bool flush = true;        // a receiver with GPU slots flushes (decideFlush, flush_schedule.h)
+  std::string flushReason;  // why (not), for the connection's log line
 };
 
 // Checks, in order (the first that fails is the reason): WEFT_GDR_DISABLE;

@@ -48,7 +48,7 @@ void IbConnection::createQueues(uint32_t nSlots) {
     if (dev_->events) dev_->events->watchQp(this, qp->qp_num, [this](const std::string& m) { failAsync(m, false); });
     ibv_qp_attr a{};
     a.qp_state = IBV_QPS_INIT;
-    a.pkey_index = 0;
+    a.pkey_index = static_cast<uint16_t>(cfg_.pkeyIndex);
     a.port_num = static_cast<uint8_t>(choice_.port.port);
     // Both directions write: data one way, credits the other.
     a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_LOCAL_WRITE;
@@ -70,15 +70,14 @@ void IbConnection::toReadyToSend(const ConnInfo& remote) {
     a.min_rnr_timer = 12;
     a.ah_attr.port_num = static_cast<uint8_t>(choice_.port.port);
     a.ah_attr.sl = static_cast<uint8_t>(cfg_.serviceLevel);
-    if (roce) {
+    if (needsGrh(roce, localSubnet_, remote.subnetPrefix)) {
       a.ah_attr.is_global = 1;
       std::memcpy(a.ah_attr.grh.dgid.raw, remote.gid.data(), 16);
       a.ah_attr.grh.sgid_index = static_cast<uint8_t>(choice_.gidIndex);
       a.ah_attr.grh.hop_limit = 255;
       a.ah_attr.grh.traffic_class = static_cast<uint8_t>(cfg_.trafficClass);
-    } else {
-      a.ah_attr.dlid = remote.lid;
     }
+    if (!roce) a.ah_attr.dlid = remote.lid;  // routed IB: the LID of the router toward the peer's subnet
     int rc = v->modifyQp(qps_[q], &a,
                          IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
                              IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
@@ -122,6 +121,9 @@ IbConnection::PortState IbConnection::openPort() {
     raise(weftSystemError, "NET/IB: ibv_query_port(%s) failed", where().c_str());
   if (st.attr.state != IBV_PORT_ACTIVE)
     raise(weftSystemError, "NET/IB: port %s went %s", where().c_str(), v->portStateStr(st.attr.state));
+  if (cfg_.pkeyIndex >= st.attr.pkey_tbl_len)
+    raise(weftInvalidArgument, "NET/IB: WEFT_IB_PKEY=%d, but %s has %u partition keys (indices 0..%d)",
+          cfg_.pkeyIndex, where().c_str(), st.attr.pkey_tbl_len, st.attr.pkey_tbl_len - 1);
   if (v->queryGid(dev_->ctx, st.num, choice_.gidIndex, &st.gid) != 0)
     raise(weftSystemError, "NET/IB: ibv_query_gid(%s, index %d) failed", where().c_str(), choice_.gidIndex);
   return st;
@@ -142,6 +144,8 @@ ConnInfo IbConnection::localInfo(const PortState& port, const FifoGeometry& g) c
   mine.psn = psn_;
   mine.lid = port.attr.lid;
   std::memcpy(mine.gid.data(), port.gid.raw, 16);
+  mine.gidType = static_cast<uint8_t>(1 + static_cast<int>(choice_.gidType));
+  mine.subnetPrefix = subnetPrefixOf(mine.gid);
   mine.nSlots = g.nSlots;
   mine.slotBytes = g.slotBytes;
   if (isSender_) {
@@ -178,12 +182,21 @@ ConnInfo IbConnection::exchangeInfo(ConnectContext& ctx, uint64_t tag, const Con
   if (remote.linkLayer != mine.linkLayer)
     raise(weftInvalidUsage, "NET/IB: %s: link layers differ (%s here, the peer's is code %u)", where().c_str(),
           linkLayerName(choice_.port.linkLayer), remote.linkLayer);
-  if (choice_.port.linkLayer == LinkLayer::Ethernet) {
-    const std::string why = roceGidMismatch(mine.gid, remote.gid);
-    if (!why.empty())
-      raise(weftInvalidUsage, "NET/IB: %s: RoCE GIDs cannot reach each other: %s (set WEFT_IB_GID_INDEX so that both "
-            "ends use the same kind)", where().c_str(), why.c_str());
-  }
+  const bool roce = choice_.port.linkLayer == LinkLayer::Ethernet;
+  auto address = [](const ConnInfo& c) {
+    return GidAddress{c.gid, c.gidType >= 1 && c.gidType <= 3 ? static_cast<GidType>(c.gidType - 1) : GidType::Unknown,
+                      c.subnetPrefix};
+  };
+  const std::string why = gidPairProblem(roce, address(mine), address(remote));
+  if (!why.empty())
+    raise(weftInvalidUsage, "NET/IB: %s: %s GIDs cannot reach each other: %s (%s)", where().c_str(),
+          roce ? "RoCE" : "IB", why.c_str(),
+          roce ? "make both ends choose the same kind: WEFT_IB_ROCE_VERSION, WEFT_IB_ADDR_FAMILY, WEFT_IB_ADDR_RANGE "
+                 "or WEFT_IB_GID_INDEX"
+               : "check the subnet managers and routers");
+  if (!roce && remote.subnetPrefix != mine.subnetPrefix)
+    WEFT_INFO(kNet | kInit, "NET/IB: %s: peer on subnet %016llx (here %016llx): routed, with a GRH", where().c_str(),
+              static_cast<unsigned long long>(remote.subnetPrefix), static_cast<unsigned long long>(mine.subnetPrefix));
   return remote;
 }
 
@@ -221,6 +234,7 @@ void IbConnection::connect(ConnectContext& ctx, uint64_t tag) {
   psn_ = rd() & 0xffffff;
   const ConnInfo mine = localInfo(port, ctx.geometry);
   remote_.mtu = mine.mtu;  // toReadyToSend takes the smaller of the two
+  localSubnet_ = mine.subnetPrefix;
   const ConnInfo remote = exchangeInfo(ctx, tag, mine);
   toReadyToSend(remote);
   remote_ = remote;
@@ -239,7 +253,7 @@ void IbConnection::connect(ConnectContext& ctx, uint64_t tag) {
   if (device_) {
     std::string detail;
     if (!isSender_ && fifo_->mode() != GdrMode::Staged)
-      detail = flushQp_ ? "flush by RDMA read" : "no flush: WEFT_GDR_FLUSH_DISABLE";
+      detail = device_->flushReason;
     logDeviceEdge(rank_, peer_, isSender_, device_->gdr, detail);
   }
 }

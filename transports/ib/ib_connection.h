@@ -28,6 +28,7 @@ namespace weft::ib {
 struct IbPortChoice {
   PortState port;
   int gidIndex = 0;
+  GidType gidType = GidType::Unknown;
 };
 
 // `device`: null for host-buffer traffic (host slots, as always). When GPU

@@ -136,6 +136,7 @@ class IbConnection : public Connection {
   MrKeys creditMr_;
   uint32_t creditWrites_ = 0;
   ConnInfo remote_;
+  uint64_t localSubnet_ = 0;  // upper 64 bits of this end's GID: a peer on another subnet needs a GRH
   FifoEnd end_;
   Doorbell proxyBell_;
   std::atomic<bool> stop_{false};

@@ -159,6 +159,8 @@ GdrFacts probeGdr(const Verbs* v, const std::string& ibDev, int port, int cudaDe
     f.gpuProblem = g.problem;
     f.gpuDmabuf = g.dmabuf;
     f.gpuRdma = g.rdma;
+    f.ccMajor = g.ccMajor;
+    f.ccMinor = g.ccMinor;
   }
   f.verbsDmabuf = v && v->regDmabufMr;
   if (f.verbsDmabuf && f.gpuDmabuf) f.hcaDmabuf = hcaTakesDmabuf(v, ibDev);

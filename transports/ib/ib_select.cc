@@ -52,7 +52,8 @@ std::string joinNotes(const std::vector<std::string>& notes) {
 
 }  // namespace
 
-Decision decide(const Discovery& found, const HcaFilter& filter, bool disabled, int forcedGidIndex) {
+Decision decide(const Discovery& found, const HcaFilter& filter, bool disabled, int forcedGidIndex,
+                const GidFilter& gidFilter) {
   Decision d;
   if (disabled) {
     d.reason = "IB disabled by WEFT_IB_DISABLE";
@@ -83,7 +84,7 @@ Decision decide(const Discovery& found, const HcaFilter& filter, bool disabled, 
       down.push_back(portName(*p) + " unknown link layer");
       continue;
     }
-    GidChoice g = selectGid(p->gids, p->linkLayer == LinkLayer::Ethernet, forcedGidIndex);
+    GidChoice g = selectGid(p->gids, p->linkLayer == LinkLayer::Ethernet, forcedGidIndex, gidFilter);
     if (!g.ok) {
       noGid.push_back(portName(*p) + ": " + g.reason);
       continue;
@@ -126,6 +127,17 @@ void checkRange(const char* name, int v, int lo, int hi) {
 
 }  // namespace
 
+GidFilter IbConfig::gidFilter() const {
+  GidFilter f;
+  f.roceVersion = roceVersion;
+  f.family = parseAddrFamily(addrFamily);
+  f.range = parseAddrRange(addrRange);
+  if (f.family && f.range.set && (f.family == 4) != f.range.v4)
+    raise(weftInvalidArgument, "WEFT_IB_ADDR_FAMILY=%s and WEFT_IB_ADDR_RANGE=%s name different address families",
+          addrFamily.c_str(), addrRange.c_str());
+  return f;
+}
+
 void validateIbConfig(const IbConfig& c) {
   checkRange("WEFT_IB_GID_INDEX", c.gidIndex, -1, 255);
   checkRange("WEFT_IB_TC", c.trafficClass, 0, 255);
@@ -135,6 +147,10 @@ void validateIbConfig(const IbConfig& c) {
   checkRange("WEFT_IB_TIMEOUT", c.timeout, 1, 31);
   checkRange("WEFT_IB_RETRY_CNT", c.retryCount, 0, 7);
   checkRange("WEFT_IB_QPS_PER_CONNECTION", c.qpsPerConnection, 1, static_cast<int>(kIbMaxQps));
+  checkRange("WEFT_IB_MAX_NICS", c.maxNics, 0, 64);
+  checkRange("WEFT_IB_ROCE_VERSION", c.roceVersion, 0, 2);
+  checkRange("WEFT_IB_PKEY", c.pkeyIndex, 0, 65535);
+  (void)c.gidFilter();  // a malformed family or range is an error even on IB ports
 }
 
 IbConfig readIbConfig() {
@@ -147,6 +163,11 @@ IbConfig readIbConfig() {
   c.timeout = static_cast<int>(settings::get(settings::kIbTimeout));
   c.retryCount = static_cast<int>(settings::get(settings::kIbRetryCnt));
   c.qpsPerConnection = static_cast<int>(settings::get(settings::kIbQpsPerConnection));
+  c.maxNics = static_cast<int>(settings::get(settings::kIbMaxNics));
+  c.roceVersion = static_cast<int>(settings::get(settings::kIbRoceVersion));
+  c.addrFamily = settings::get(settings::kIbAddrFamily).value_or("");
+  c.addrRange = settings::get(settings::kIbAddrRange).value_or("");
+  c.pkeyIndex = static_cast<int>(settings::get(settings::kIbPkey));
   validateIbConfig(c);
   return c;
 }

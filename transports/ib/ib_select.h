@@ -48,7 +48,8 @@ int portSpeedMbps(unsigned activeSpeed, unsigned activeWidth);
 // Order of the checks, and so of the reason reported: WEFT_IB_DISABLE,
 // libibverbs missing, no device, every port filtered by WEFT_IB_HCA, every
 // remaining port not ACTIVE (or of unknown link layer), no usable GID.
-Decision decide(const Discovery& found, const HcaFilter& filter, bool disabled, int forcedGidIndex);
+Decision decide(const Discovery& found, const HcaFilter& filter, bool disabled, int forcedGidIndex,
+                const GidFilter& gidFilter = GidFilter{});
 
 // The WEFT_IB_* settings, read and range-checked in one place.
 struct IbConfig {
@@ -60,6 +61,12 @@ struct IbConfig {
   int timeout = 20;            // WEFT_IB_TIMEOUT: local ack timeout 4.096us * 2^t
   int retryCount = 7;          // WEFT_IB_RETRY_CNT
   int qpsPerConnection = 1;    // WEFT_IB_QPS_PER_CONNECTION
+  int maxNics = 0;             // WEFT_IB_MAX_NICS, 0: every port of the closest set (nic_choice.h)
+  int roceVersion = 0;         // WEFT_IB_ROCE_VERSION: 0 any, 1, 2
+  std::string addrFamily;      // WEFT_IB_ADDR_FAMILY: "", AF_INET, AF_INET6
+  std::string addrRange;       // WEFT_IB_ADDR_RANGE: "", "10.0.0.0/8", "fd00::/8"
+  int pkeyIndex = 0;           // WEFT_IB_PKEY: index into the port's partition key table
+  GidFilter gidFilter() const;  // the three filters above, parsed
 };
 
 // Throws weftInvalidArgument naming the variable and its allowed range.

@@ -4,26 +4,20 @@
 #include "src/topology/detect.h"
 #include "src/util/error.h"
 #include "src/util/log.h"
+#include "transports/ib/flush_schedule.h"
 
 namespace weft {
 
-namespace {
-
-std::optional<ib::PciDistance> pciDistance(topo::PathType t) {
-  switch (t) {
-    case topo::PathType::Loc:
-    case topo::PathType::Nvl: return ib::PciDistance::Loc;
-    case topo::PathType::Pix: return ib::PciDistance::Pix;
-    case topo::PathType::Pxb: return ib::PciDistance::Pxb;
-    case topo::PathType::Phb: return ib::PciDistance::Phb;
-    case topo::PathType::Sys: return ib::PciDistance::Sys;
-    case topo::PathType::Net:
-    case topo::PathType::Dis: break;
+ib::NicDistances localNicDistances(int cudaDev, const std::vector<ib::PortState>& ports) {
+  const int numa = cudaDev < 0 ? topo::currentNumaNode() : -1;
+  try {
+    topo::LocalTopology local = topo::localTopology();
+    return ib::nicDistances(local.system.get(), local.host, cudaDev, numa, ports);
+  } catch (const Error& e) {
+    WEFT_INFO(kNet | kGraph, "NET/IB: no topology to measure the distance to the IB ports: %s", e.what());
+    return ib::nicDistances(nullptr, 0, cudaDev, numa, ports);
   }
-  return std::nullopt;
 }
-
-}  // namespace
 
 ib::GdrDecision chooseDeviceGdr(int rank, int cudaDev, bool ibUsable) {
   (void)ib::readGdrSettings();
@@ -33,7 +27,7 @@ ib::GdrDecision chooseDeviceGdr(int rank, int cudaDev, bool ibUsable) {
     try {
       topo::LocalTopology local = topo::localTopology();
       auto path = topo::gpuNicPath(*local.system, local.host, cudaDev, dev, port);
-      return path ? pciDistance(*path) : std::nullopt;
+      return path ? ib::pciDistanceOf(*path) : std::nullopt;
     } catch (const Error& e) {
       WEFT_INFO(kNet | kGraph, "NET/IB: no topology to measure GPU %d to %s:%d: %s", cudaDev, dev.c_str(), port,
                 e.what());
@@ -115,14 +109,20 @@ void IbTransportBase::publishFacts(const TransportInit& init, PeerInfo& self) {
   problem_ = ibUnusableReason();
   IbFacts facts;
   facts.usable = problem_.empty() ? 1 : 0;
-  if (facts.usable) facts.linkLayer = 1 + static_cast<int32_t>(ibRankLinkLayer(init.rank));
+  if (facts.usable) facts.linkLayer = 1 + static_cast<int32_t>(ibRankLinkLayer(init.cudaDev));
   gdr_ = chooseDeviceGdr(init.rank, init.cudaDev, facts.usable != 0);
   facts.gdrMode = static_cast<int32_t>(gdr_.mode);
   writeFacts(self, factsRow_, facts);
   DevicePlacement placement;
   placement.gdr = gdr_;
   placement.cudaDev = init.cudaDev;
-  placement.flush = !readGdrSettings().flushDisabled;
+  // ibDeviceGdr decided the flush (decideFlush) when it probed the GPU;
+  // other decisions are staged (no GPU slots, so no flush either way).
+  const FlushDecision flush = gdr_.flushReason.empty()
+                                  ? decideFlush(readGdrSettings().flushDisabled, init.cudaDev, -1, -1)
+                                  : FlushDecision{gdr_.flush, gdr_.flushReason};
+  placement.flush = flush.flush;
+  placement.flushReason = flush.reason;
   device_ = std::make_unique<IbDeviceTransport>(*this, placement);
 }
 

@@ -16,6 +16,7 @@
 
 #include "transports/ib/gdr_decision.h"
 #include "transports/ib/ib_select.h"
+#include "transports/ib/nic_locality.h"
 #include "transports/transport.h"
 
 namespace weft {
@@ -29,9 +30,15 @@ std::unique_ptr<Transport> makeIbTransport();
 // WEFT_IB_DISABLE, WEFT_IB_HCA, state and GID checks); else why not.
 std::string ibUnusableReason();
 
-// The link layer of the port rank `rank` of this host would use (ranks
-// spread over the usable ports); Unknown when IB is not usable.
-ib::LinkLayer ibRankLinkLayer(int rank);
+// The link layer of the ports a rank with GPU cudaDev (-1: none) would use
+// (nic_choice.h: it does not depend on the rank's place on its host);
+// Unknown when IB is not usable.
+ib::LinkLayer ibRankLinkLayer(int cudaDev);
+
+// How far each port is from a rank with GPU cudaDev (-1: from the NUMA node
+// the calling thread runs on), from this host's topology (detected or
+// WEFT_TOPO_FILE); unknown distances where it cannot tell.
+ib::NicDistances localNicDistances(int cudaDev, const std::vector<ib::PortState>& ports);
 
 // GPU-NIC distance for an IB port ("mlx5_0", 1) of this host, or nullopt
 // when the topology cannot tell.
@@ -78,7 +85,8 @@ bool gdrCanJoin(bool selfGdr, bool peerGdr, std::string* why);
 struct DevicePlacement {
   GdrDecision gdr;    // Staged: host slots (mapped for the GPU by the device executor)
   int cudaDev = -1;   // where GPU slots are allocated
-  bool flush = true;  // receiver with GPU slots: flush before posting (WEFT_GDR_FLUSH_DISABLE)
+  bool flush = true;  // receiver with GPU slots: flush before posting (decideFlush)
+  std::string flushReason;
 };
 
 // The IB transport's part that needs no verbs.h: its facts, its choice per

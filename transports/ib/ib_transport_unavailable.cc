@@ -22,7 +22,7 @@ class UnavailableIbTransport : public ib::IbTransportBase {
 
 std::string ibUnusableReason() { return "no IB: weft was built without infiniband/verbs.h"; }
 
-ib::LinkLayer ibRankLinkLayer(int) { return ib::LinkLayer::Unknown; }
+ib::LinkLayer ibRankLinkLayer(int /*cudaDev*/) { return ib::LinkLayer::Unknown; }
 
 std::unique_ptr<Transport> makeIbTransport() { return std::make_unique<UnavailableIbTransport>(); }
 

@@ -126,6 +126,10 @@ GpuDirectSupport gpuDirectSupport(int device) {
   value = 0;
   if (d->deviceGetAttribute(&value, CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_SUPPORTED, dev) == CUDA_SUCCESS)
     s.rdma = value;
+  if (d->deviceGetAttribute(&value, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev) == CUDA_SUCCESS)
+    s.ccMajor = value;
+  if (d->deviceGetAttribute(&value, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev) == CUDA_SUCCESS)
+    s.ccMinor = value;
   return s;
 }
 

@@ -11,6 +11,8 @@ namespace weft::cuda {
 struct GpuDirectSupport {
   bool dmabuf = false;  // CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED
   bool rdma = false;    // CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_SUPPORTED (nvidia_p2p_* kernel API)
+  int ccMajor = -1;      // compute capability; -1: unknown
+  int ccMinor = -1;
   std::string problem;  // non-empty when the GPU could not be asked, and why
 };
 

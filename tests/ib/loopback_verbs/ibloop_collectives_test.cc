@@ -155,6 +155,51 @@ TEST(IbloopThreadFaults, ErrorCompletionEndsEveryRankInBounds) {
   EXPECT_LT(nowMs() - start, 25000);
 }
 
+// Two equally close NICs (no topology places them): the ranks of the host
+// start on different ones and spread their channels over both (rails);
+// WEFT_IB_MAX_NICS=1 keeps each rank on one.
+std::string railsLog(const char* maxNics) {
+  applySetup(kSetups[0]);
+  setenv("LOOPBACK_VERBS_DEVICES", "lbv0:1:IB,lbv1:1:IB", 1);
+  setenv("WEFT_NCHANNELS", "2", 1);
+  setenv("WEFT_CALL_CHANNELS", "2", 1);
+  setenv("WEFT_IB_MAX_NICS", maxNics, 1);
+  const long logStart = logFileEnd();
+  {
+    ThreadRanks ranks(2);
+    EXPECT_EQ(ranks.status(), weftSuccess) << weftGetLastError(nullptr);
+    for (CollKind coll : {CollKind::AllReduce, CollKind::AllGather}) {
+      Scenario s;
+      s.coll = coll;
+      s.count = 20011;
+      s.seed = 77;
+      Inputs in = makeInputs(s, 2);
+      EXPECT_EQ(ranks.run([&](int r) { return runAndCheck(ranks.comm(r), r, 2, s, &in); }), "") << s.describe();
+    }
+  }
+  unsetenv("WEFT_NCHANNELS");
+  unsetenv("WEFT_CALL_CHANNELS");
+  unsetenv("WEFT_IB_MAX_NICS");
+  return logTextSince(logStart);
+}
+
+TEST(IbloopRails, ChannelsSpreadOverEquallyCloseNics) {
+  const std::string log = railsLog("0");
+  for (const char* line : {"rank 0 channel 0 uses lbv0:1", "rank 0 channel 1 uses lbv1:1",
+                           "rank 1 channel 0 uses lbv1:1", "rank 1 channel 1 uses lbv0:1", "2 rails over the channels",
+                           "local rank 1 starts at lbv1:1"})
+    EXPECT_NE(log.find(line), std::string::npos) << line << "\n" << log;
+  EXPECT_EQ(log.find("via NET/Socket"), std::string::npos) << log;
+}
+
+TEST(IbloopRails, CapOfOneNicKeepsEachRankOnItsOwn) {
+  const std::string log = railsLog("1");
+  for (const char* line : {"rank 0 channel 1 uses lbv0:1", "rank 1 channel 0 uses lbv1:1",
+                           "rank 1 channel 1 uses lbv1:1", "capped by WEFT_IB_MAX_NICS=1"})
+    EXPECT_NE(log.find(line), std::string::npos) << line << "\n" << log;
+  EXPECT_EQ(log.find("rank 0 channel 1 uses lbv1:1"), std::string::npos) << log;
+}
+
 int runScenarios(int rank, int n, const weftUniqueId& id) {
   weftComm_t comm = nullptr;
   weftResult_t rc = weftCommInitRank(&comm, n, id, rank);

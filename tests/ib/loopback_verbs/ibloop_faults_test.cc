@@ -243,6 +243,85 @@ TEST(IbloopFaults, RoceGidFamiliesDifferIsAClearErrorAtConnect) {
   EXPECT_EQ(f.log.find("status 12"), std::string::npos) << f.log;
 }
 
+// ---- addressing settings: what weft sets on the QPs, checked by the provider ----
+
+using Env = std::map<std::string, std::string>;
+
+// The settings reach the QPs: the provider refuses any other pkey index,
+// service level, timeout or retry count, and a GRH on one IB subnet.
+TEST(IbloopAddressing, QpAttributesFollowTheSettings) {
+  FaultRun f = runWith(2, [](int) {
+    return Env{{"WEFT_IB_PKEY", "1"}, {"WEFT_IB_SL", "3"}, {"WEFT_IB_TIMEOUT", "13"}, {"WEFT_IB_RETRY_CNT", "5"},
+               {"LOOPBACK_VERBS_EXPECT", "pkey_index=1,sl=3,timeout=13,retry_cnt=5,grh=0"}};
+  }, 10);
+  EXPECT_EQ(f.result.failures(), "");
+}
+
+// The check can fail: a setting that did not reach the QP is refused.
+TEST(IbloopAddressing, ProviderRefusesAnAttributeWeftDidNotSet) {
+  FaultRun f = runWith(2, [](int) { return Env{{"LOOPBACK_VERBS_EXPECT", "pkey_index=1"}}; }, 10);
+  expectBoundedErrors(f, {{kInitFailed, kCallFailed}, {kInitFailed, kCallFailed}}, 20000);
+  EXPECT_NE(f.log.find("QP to INIT"), std::string::npos) << f.log;
+}
+
+// A P_Key index past the port's table: named, before any QP is made.
+TEST(IbloopAddressing, PkeyIndexBeyondTheTableIsNamed) {
+  FaultRun f = runWith(2, [](int) { return Env{{"WEFT_IB_PKEY", "5"}}; }, 5);
+  expectBoundedErrors(f, {{kInitFailed, kCallFailed}, {kInitFailed, kCallFailed}}, 20000);
+  EXPECT_NE(f.log.find("WEFT_IB_PKEY=5, but lbv0:1"), std::string::npos) << f.log;
+  EXPECT_NE(f.log.find("has 2 partition keys (indices 0..1)"), std::string::npos) << f.log;
+}
+
+// RoCE: every packet carries a GRH with the traffic class and hop limit.
+TEST(IbloopAddressing, RoceGrhCarriesTrafficClass) {
+  FaultRun f = runWith(2, [](int) {
+    return Env{{"LOOPBACK_VERBS_DEVICES", "lbv0:1:RoCE"}, {"WEFT_IB_TC", "106"},
+               {"LOOPBACK_VERBS_EXPECT", "grh=1,tclass=106,hop_limit=255"}};
+  }, 10);
+  EXPECT_EQ(f.result.failures(), "");
+}
+
+// IB ports on different subnets: the LID alone does not reach the peer,
+// weft adds a GRH (the provider drops routed packets without one).
+TEST(IbloopAddressing, RoutedIbAddsAGrh) {
+  FaultRun f = runWith(2, [](int r) {
+    return Env{{"LOOPBACK_VERBS_DEVICES", r == 0 ? "lbv0:1:IB" : "lbv0:1:IB/1"},
+               {"LOOPBACK_VERBS_EXPECT", "grh=1,hop_limit=255"}};
+  }, 10);
+  EXPECT_EQ(f.result.failures(), "");
+  EXPECT_NE(f.log.find("routed, with a GRH"), std::string::npos) << f.log;
+}
+
+// RoCE v2 on one end, v1 on the other: named at connect, no status 12.
+TEST(IbloopAddressing, RoceVersionsDifferIsAClearErrorAtConnect) {
+  FaultRun f = runWith(2, [](int r) { return Env{{"LOOPBACK_VERBS_DEVICES", r == 0 ? "lbv0:1:RoCE" : "lbv0:1:RoCEv1"}}; });
+  expectBoundedErrors(f, {{kInitFailed, kCallFailed}, {kInitFailed, kCallFailed}}, 20000);
+  EXPECT_NE(f.log.find("RoCE versions differ: RoCE v2 here, IB/RoCE v1 on the peer"), std::string::npos) << f.log;
+  EXPECT_EQ(f.log.find("status 12"), std::string::npos) << f.log;
+}
+
+// The GID filters: a range picks the device whose address is in it, a
+// family picks the IPv6 GID; a version no GID has leaves no usable port.
+TEST(IbloopAddressing, AddressRangeAndFamilyChooseTheGid) {
+  FaultRun range = runWith(2, [](int) {
+    return Env{{"LOOPBACK_VERBS_DEVICES", "lbv0:1:RoCE,lbv1:1:RoCE"}, {"WEFT_IB_ADDR_RANGE", "10.0.1.0/24"}};
+  }, 5);
+  EXPECT_EQ(range.result.failures(), "");
+  EXPECT_NE(range.log.find("usable IB ports: lbv1:1/RoCE"), std::string::npos) << range.log;
+  FaultRun family = runWith(2, [](int) {
+    return Env{{"LOOPBACK_VERBS_DEVICES", "lbv0:1:RoCE"}, {"WEFT_IB_ADDR_FAMILY", "AF_INET6"}};
+  }, 5);
+  EXPECT_EQ(family.result.failures(), "");
+  EXPECT_NE(family.log.find("RoCE v2 link-local IPv6 (does not route across subnets), index 0"), std::string::npos)
+      << family.log;
+  FaultRun version = runWith(2, [](int) {
+    return Env{{"LOOPBACK_VERBS_DEVICES", "lbv0:1:RoCE"}, {"WEFT_IB_ROCE_VERSION", "1"}};
+  }, 5);
+  expectBoundedErrors(version, {{kInitFailed}, {kInitFailed}}, 20000);
+  EXPECT_NE(version.log.find("no GID of the RoCE port matches WEFT_IB_ROCE_VERSION=1"), std::string::npos)
+      << version.log;
+}
+
 // A setting that must agree and does not: a clear error at connect.
 TEST(IbloopFaults, QpCountsDifferIsAClearErrorAtConnect) {
   FaultRun f = runWith(2, [](int r) {

@@ -300,6 +300,35 @@ TEST_F(Provider, WrongDestinationLidIsUnreachable) {
   EXPECT_EQ(wc[0].status, IBV_WC_RETRY_EXC_ERR);
 }
 
+// Two P_Keys per port: an index past the table is refused, and QPs in
+// different partitions cannot reach each other.
+TEST_F(Provider, PkeyIndexIsCheckedAndPartitionsAreSeparate) {
+  ibv_qp* a = newQp();
+  ibv_qp* b = newQp();
+  const int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
+  ibv_qp_attr x{};
+  x.qp_state = IBV_QPS_INIT;
+  x.port_num = 1;
+  x.qp_access_flags = access;
+  x.pkey_index = 2;
+  const int mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS;
+  EXPECT_EQ(v->modifyQp(a, &x, mask), EINVAL);
+  x.pkey_index = 1;
+  ASSERT_EQ(v->modifyQp(a, &x, mask), 0);
+  ASSERT_EQ(toInit(b, access), 0);  // pkey index 0
+  ASSERT_EQ(toRtr(a, b->qp_num, 0), 0);
+  ASSERT_EQ(toRtr(b, a->qp_num, 0), 0);
+  ASSERT_EQ(toRts(a, 0), 0);
+  uint64_t src = 1, dst = 0;
+  ibv_mr* ms = reg(&src, 8);
+  ibv_mr* md = reg(&dst, 8);
+  ASSERT_EQ(post(a, IBV_WR_RDMA_WRITE, &src, 8, ms->lkey, reinterpret_cast<uint64_t>(&dst), md->rkey, 1), 0);
+  std::vector<ibv_wc> wc = poll(1);
+  ASSERT_EQ(wc.size(), 1u);
+  EXPECT_EQ(wc[0].status, IBV_WC_RETRY_EXC_ERR);
+  EXPECT_EQ(dst, 0u);
+}
+
 class ProviderQpFault : public Provider {
   const char* faults() const override { return "qp_error_after=1"; }
 };

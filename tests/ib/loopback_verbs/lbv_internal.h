@@ -54,7 +54,7 @@ struct QpShared {
   std::atomic<uint32_t> psnRefused; // 1 once a request arrived with an unexpected PSN
   uint32_t linkLayer;               // IBV_LINK_LAYER_*
   uint16_t lid;
-  uint16_t pad;
+  uint16_t pkeyIndex;               // partition: QPs reach each other only with the same one
   uint8_t gids[2][16];              // the owner port's GID table
   std::atomic<uint64_t> head, tail; // produced / consumed messages
   Msg ring[kRing];
@@ -65,6 +65,18 @@ struct QpShared {
 struct PortConf {
   int linkLayer = IBV_LINK_LAYER_INFINIBAND;
   bool down = false;  // DOWN from the start
+  int subnet = 0;     // IB: 0 = the default subnet prefix fe80::, n: fec0:0:0:n:: (routed to the others)
+  bool roceV1 = false;  // RoCE: GIDs of type RoCE v1 instead of v2
+};
+
+// Partition keys of every port: index 0 the default full-membership key.
+constexpr int kPkeys = 2;
+
+// What the QP attributes weft sets must be (LOOPBACK_VERBS_EXPECT); -1:
+// anything valid. A mismatch makes ibv_modify_qp fail with EINVAL and says
+// which attribute on stderr, so a test sees that a setting reached the QP.
+struct Expect {
+  int pkeyIndex = -1, grh = -1, hopLimit = -1, trafficClass = -1, sl = -1, timeout = -1, retryCnt = -1;
 };
 struct DevConf {
   std::string name;
@@ -187,6 +199,7 @@ struct Process {
   std::vector<ibv_device> ibdevs;
   std::vector<ibv_device*> devList;
   Faults faults;
+  Expect expect;
   std::string fabric;
   std::map<uint32_t, Mr*> mrs;  // by key (lkey == rkey)
   uint32_t nextKey = 0x100;
@@ -212,6 +225,9 @@ void ring(std::atomic<uint32_t>* bell);
 void startProgress(Process& p);
 
 // Completion helpers (progress and verbs calls; the caller holds qp->mu).
+// GID `index` of a port: 0 link-local (IB: the port's subnet prefix), 1
+// (RoCE) IPv4-mapped 10.0.dev.port.
+void gidOf(int dev, int port, int index, uint8_t* out);
 void pushCqe(Cq* cq, const ibv_wc& wc);
 void moveToError(Qp* q, bool fatalEvent);
 void completeSend(Qp* q, const SendWqe& w, ibv_wc_status status);

@@ -67,6 +67,12 @@ bool reachable(Process& p, Qp* q) {
   if (st != IBV_QPS_RTR && st != IBV_QPS_RTS) return false;
   if (r->remoteQpn.load() != q->qp.qp_num) return false;
   if (r->linkLayer != q->self->linkLayer) return false;
+  if (r->pkeyIndex != q->self->pkeyIndex) return false;  // different partitions
+  // IB across subnets: only a GRH (routed by the destination GID, with hops
+  // to spare) reaches the peer.
+  if (r->linkLayer == IBV_LINK_LAYER_INFINIBAND && std::memcmp(r->gids[0], q->self->gids[0], 8) != 0 &&
+      (!q->ah.is_global || q->ah.grh.hop_limit < 2))
+    return false;
   if (r->linkLayer == IBV_LINK_LAYER_ETHERNET || q->ah.is_global) {
     const uint8_t* dgid = q->ah.grh.dgid.raw;
     if (std::memcmp(dgid, r->gids[0], 16) != 0 && std::memcmp(dgid, r->gids[1], 16) != 0) return false;

@@ -1,6 +1,7 @@
 // The RC queue pair: its state machine with the attribute checks of the
 // verbs specification (ibv_modify_qp), and completions.
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 #include "lbv_internal.h"
@@ -20,6 +21,13 @@ constexpr int kRtrOptional = IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY
 constexpr int kRtsOptional = IBV_QP_CUR_STATE | IBV_QP_ACCESS_FLAGS | IBV_QP_MIN_RNR_TIMER | IBV_QP_ALT_PATH |
                              IBV_QP_PATH_MIG_STATE;
 
+// LOOPBACK_VERBS_EXPECT: the attribute must have the expected value.
+bool expected(uint32_t qpn, const char* what, int want, int got) {
+  if (want < 0 || want == got) return true;
+  std::fprintf(stderr, "loopback verbs: QP %u: %s is %d, LOOPBACK_VERBS_EXPECT wants %d\n", qpn, what, got, want);
+  return false;
+}
+
 // required ⊆ mask ⊆ required | optional
 bool maskFits(int mask, int required, int optional) {
   return (mask & required) == required && (mask & ~(required | optional)) == 0;
@@ -36,6 +44,13 @@ int checkAv(Qp* q, const ibv_qp_attr* a) {
   } else if (a->ah_attr.dlid == 0 && !a->ah_attr.is_global) {
     return EINVAL;
   }
+  const Expect& x = proc().expect;
+  const uint32_t n = q->qp.qp_num;
+  if (!expected(n, "is_global", x.grh, a->ah_attr.is_global) || !expected(n, "sl", x.sl, a->ah_attr.sl)) return EINVAL;
+  if (a->ah_attr.is_global && (!expected(n, "hop_limit", x.hopLimit, a->ah_attr.grh.hop_limit) ||
+                               !expected(n, "traffic_class", x.trafficClass, a->ah_attr.grh.traffic_class)))
+    return EINVAL;
+  if (a->ah_attr.sl > 15) return EINVAL;
   if (a->path_mtu < IBV_MTU_256 || a->path_mtu > IBV_MTU_4096) return EINVAL;
   if (a->dest_qp_num == 0 || a->dest_qp_num > 0xffffff) return EINVAL;
   return 0;
@@ -47,19 +62,16 @@ int toInit(Qp* q, const ibv_qp_attr* a, int mask) {
     if (a->port_num < 1 || a->port_num > nPorts) return EINVAL;
     q->port = a->port_num;
   }
-  if ((mask & IBV_QP_PKEY_INDEX) && a->pkey_index != 0) return EINVAL;
+  if (mask & IBV_QP_PKEY_INDEX) {
+    if (a->pkey_index >= kPkeys || !expected(q->qp.qp_num, "pkey_index", proc().expect.pkeyIndex, a->pkey_index))
+      return EINVAL;
+    q->self->pkeyIndex = a->pkey_index;
+  }
   if (mask & IBV_QP_ACCESS_FLAGS) q->access = a->qp_access_flags;
   const PortConf& pc = proc().devs[q->ctx->devIndex].ports[q->port - 1];
   q->self->linkLayer = static_cast<uint32_t>(pc.linkLayer);
   q->self->lid = pc.linkLayer == IBV_LINK_LAYER_ETHERNET ? 0 : static_cast<uint16_t>(q->ctx->devIndex * 16 + q->port + 1);
-  for (int i = 0; i < 2; ++i) {
-    uint8_t* g = q->self->gids[i];
-    std::memset(g, 0, 16);
-    if (i == 0) g[0] = 0xfe, g[1] = 0x80;
-    else g[10] = g[11] = 0xff, g[12] = 10;
-    g[14] = static_cast<uint8_t>(q->ctx->devIndex);
-    g[15] = static_cast<uint8_t>(q->port);
-  }
+  for (int i = 0; i < 2; ++i) gidOf(q->ctx->devIndex, q->port, i, q->self->gids[i]);
   return 0;
 }
 
@@ -91,6 +103,10 @@ int transition(Qp* q, int cur, int next, const ibv_qp_attr* a, int mask) {
   if (cur == IBV_QPS_RTR && next == IBV_QPS_RTS) {
     if (!maskFits(mask, kRtrToRts, kRtsOptional)) return EINVAL;
     if (a->timeout > 31 || a->retry_cnt > 7 || a->rnr_retry > 7 || a->max_rd_atomic > 16) return EINVAL;
+    const Expect& x = proc().expect;
+    if (!expected(q->qp.qp_num, "timeout", x.timeout, a->timeout) ||
+        !expected(q->qp.qp_num, "retry_cnt", x.retryCnt, a->retry_cnt))
+      return EINVAL;
     q->sqPsn = a->sq_psn & 0xffffff;
     q->timeout = a->timeout;
     q->retryCnt = a->retry_cnt;

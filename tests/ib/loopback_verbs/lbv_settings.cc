@@ -47,8 +47,9 @@ int statusByName(const std::string& v) {
   return std::atoi(v.c_str());
 }
 
-// "lbv0:2:IB,lbv1:1:RoCE-down": name, port count, link layer of each port
-// (optionally DOWN).
+// "lbv0:2:IB,lbv1:1:RoCE-down,lbv2:1:IB/1,lbv3:1:RoCEv1": name, port count,
+// link layer of each port (optionally DOWN; IB/<n>: on subnet n; RoCEv1:
+// RoCE v1 GIDs).
 std::vector<DevConf> parseDevices(const char* spec) {
   std::vector<DevConf> devs;
   for (const std::string& d : split(spec ? spec : "lbv0:1:IB", ',')) {
@@ -61,6 +62,8 @@ std::vector<DevConf> parseDevices(const char* spec) {
       PortConf pc;
       pc.linkLayer = ll.rfind("RoCE", 0) == 0 ? IBV_LINK_LAYER_ETHERNET : IBV_LINK_LAYER_INFINIBAND;
       pc.down = ll.find("-down") != std::string::npos;
+      pc.roceV1 = ll.rfind("RoCEv1", 0) == 0;
+      if (size_t slash = ll.find('/'); slash != std::string::npos) pc.subnet = std::atoi(ll.c_str() + slash + 1) & 0xff;
       dc.ports.push_back(pc);
     }
     devs.push_back(dc);
@@ -92,12 +95,32 @@ Faults parseFaults(const char* spec) {
   return f;
 }
 
+// "pkey_index=1,grh=1,hop_limit=255,tclass=96,sl=3,timeout=13,retry_cnt=5"
+Expect parseExpect(const char* spec) {
+  Expect e;
+  for (const std::string& kv : split(spec ? spec : "", ',')) {
+    size_t eq = kv.find('=');
+    if (eq == std::string::npos) continue;
+    const std::string k = kv.substr(0, eq);
+    const int v = std::atoi(kv.c_str() + eq + 1);
+    if (k == "pkey_index") e.pkeyIndex = v;
+    else if (k == "grh") e.grh = v;
+    else if (k == "hop_limit") e.hopLimit = v;
+    else if (k == "tclass") e.trafficClass = v;
+    else if (k == "sl") e.sl = v;
+    else if (k == "timeout") e.timeout = v;
+    else if (k == "retry_cnt") e.retryCnt = v;
+  }
+  return e;
+}
+
 }  // namespace
 
 void loadSettings(Process& p) {
   const char* fabric = std::getenv("LOOPBACK_VERBS_FABRIC");
   p.fabric = fabric && *fabric ? fabric : "lbv-" + std::to_string(getuid());
   p.faults = parseFaults(std::getenv("LOOPBACK_VERBS_FAULTS"));
+  p.expect = parseExpect(std::getenv("LOOPBACK_VERBS_EXPECT"));
   p.rng = p.faults.seed * 2654435761u + static_cast<uint64_t>(getpid());
   p.completions.store(0);
   p.portDown.store(false);

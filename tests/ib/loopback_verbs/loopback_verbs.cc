@@ -52,21 +52,6 @@ int portCount(const Context* c) { return static_cast<int>(proc().devs[c->devInde
 
 uint16_t lidOf(int dev, int port) { return static_cast<uint16_t>(dev * 16 + port + 1); }
 
-void gidOf(int dev, int port, int index, uint8_t* out) {
-  std::memset(out, 0, 16);
-  if (index == 0) {  // link-local
-    out[0] = 0xfe;
-    out[1] = 0x80;
-    out[14] = static_cast<uint8_t>(dev);
-    out[15] = static_cast<uint8_t>(port);
-  } else {  // IPv4-mapped 10.0.dev.port
-    out[10] = out[11] = 0xff;
-    out[12] = 10;
-    out[14] = static_cast<uint8_t>(dev);
-    out[15] = static_cast<uint8_t>(port);
-  }
-}
-
 bool portIsDown(const Context* c, int port) {
   Process& p = proc();
   const PortConf& pc = p.devs[c->devIndex].ports[port - 1];
@@ -174,7 +159,7 @@ int ibv_query_port(ibv_context* ch, uint8_t port, _compat_ibv_port_attr* compat)
   a->active_mtu = IBV_MTU_4096;
   a->gid_tbl_len = pc.linkLayer == IBV_LINK_LAYER_ETHERNET ? 2 : 1;
   a->max_msg_sz = 1u << 31;
-  a->pkey_tbl_len = 1;
+  a->pkey_tbl_len = kPkeys;
   a->lid = pc.linkLayer == IBV_LINK_LAYER_ETHERNET ? 0 : lidOf(c->devIndex, port);
   a->active_width = 2;   // 4x
   a->active_speed = 32;  // EDR
@@ -193,7 +178,7 @@ int ibv_query_gid(ibv_context* ch, uint8_t port, int index, ibv_gid* gid) {
   return 0;
 }
 
-// RoCE GIDs are v2 (as on current NICs), IB ones type IB.
+// RoCE GIDs are v2 (as on current NICs) unless the port is RoCEv1, IB ones type IB.
 int _ibv_query_gid_ex(ibv_context* ch, uint32_t port, uint32_t index, ibv_gid_entry* e, uint32_t flags, size_t size) {
   if (!ch || !e || flags || size < sizeof(ibv_gid_entry)) return EINVAL;
   Context* c = ctxOf(ch);
@@ -204,7 +189,8 @@ int _ibv_query_gid_ex(ibv_context* ch, uint32_t port, uint32_t index, ibv_gid_en
   gidOf(c->devIndex, static_cast<int>(port), static_cast<int>(index), e->gid.raw);
   e->gid_index = index;
   e->port_num = port;
-  e->gid_type = roce ? IBV_GID_TYPE_ROCE_V2 : IBV_GID_TYPE_IB;
+  const bool v1 = roce && proc().devs[c->devIndex].ports[port - 1].roceV1;
+  e->gid_type = !roce ? IBV_GID_TYPE_IB : v1 ? IBV_GID_TYPE_ROCE_V1 : IBV_GID_TYPE_ROCE_V2;
   return 0;
 }
 
@@ -421,6 +407,24 @@ int lbv_live_mrs(void) {
 }  // extern "C"
 
 namespace lbv {
+
+void gidOf(int dev, int port, int index, uint8_t* out) {
+  std::memset(out, 0, 16);
+  const PortConf& pc = proc().devs[dev].ports[port - 1];
+  if (index == 0) {  // link-local, or on IB the port's subnet prefix
+    out[0] = 0xfe;
+    out[1] = pc.subnet ? 0xc0 : 0x80;
+    out[7] = static_cast<uint8_t>(pc.subnet);
+    out[14] = static_cast<uint8_t>(dev);
+    out[15] = static_cast<uint8_t>(port);
+  } else {  // IPv4-mapped 10.0.dev.port
+    out[10] = out[11] = 0xff;
+    out[12] = 10;
+    out[14] = static_cast<uint8_t>(dev);
+    out[15] = static_cast<uint8_t>(port);
+  }
+}
+
 
 void Context::pushEvent(const ibv_async_event& e) {
   {
