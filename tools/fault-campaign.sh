@@ -107,6 +107,7 @@ launch_local() {
   for (( r = 0; r < n; r++ )); do
     rm -f "$dir/rank$r.status"
     (
+      [ $r = $(( n - 1 )) ] && [ -n "${L_DELAY_LAST:-}" ] && sleep "$L_DELAY_LAST"
       timeout -k 2 "$limit" env WEFT_RANK=$r WEFT_NRANKS=$n WEFT_LOCAL_RANK=$r "${env[@]}" \
         "$rank_bin" "$@" >"$dir/rank$r.log" 2>&1
       echo "$? $(now_ms)" >"$dir/rank$r.status"

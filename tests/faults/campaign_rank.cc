@@ -8,7 +8,11 @@
 // element e, (rank + 1) * (e % 7 + 1) + i % 5 and checks every element of
 // the result against the closed form of the sum over ranks (small integers:
 // exact in float32), so a piece from the wrong step, peer or round is caught.
-// <iterations> 0 loops until a call fails or the run limit passes.
+// <iterations> 0 loops until a call fails or the run limit passes. With
+// CAMPAIGN_STOP_FILE set, every round ends with a one-element AllReduce of
+// "rank 0 sees that file": all ranks stop after the same round once it
+// exists (a job that lasts as long as the harness needs), and <iterations>
+// is only the most rounds.
 //
 // Lines it prints (the campaign parses them):
 //   rank R: looping                      after the first verified round
@@ -30,6 +34,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <vector>
+
+#include <unistd.h>
 
 #include "weft/weft.h"
 
@@ -89,6 +95,7 @@ int main(int argc, char** argv) {
   }
   if (weftHostStreamCreate(&stream) != weftSuccess) return 2;
   std::vector<float> send(count), recv(count);
+  const char* stopFile = std::getenv("CAMPAIGN_STOP_FILE");
   const int64_t start = nowMs();
   long round = 0;
   const char* where = "";
@@ -113,6 +120,23 @@ int main(int argc, char** argv) {
     if (round == 0) {
       std::printf("rank %d: looping\n", rank);
       std::fflush(stdout);
+    }
+    if (stopFile) {
+      int32_t flag = rank == 0 && access(stopFile, F_OK) == 0 ? 1 : 0, any = -1;
+      where = "weftAllReduce (stop flag)";
+      failed = weftAllReduce(&flag, &any, 1, weftInt32, weftSum, comm, stream);
+      if (failed == weftSuccess) failed = weftHostStreamSynchronize(stream);
+      if (failed != weftSuccess) break;
+      if (any != 0 && any != 1) {
+        std::fprintf(stderr, "rank %d: WRONG RESULT stop flag sum %d\n", rank, any);
+        return 13;
+      }
+      if (any == 1) {
+        round++;
+        std::printf("rank %d: done %ld rounds\n", rank, round);
+        weftHostStreamDestroy(stream);
+        return weftCommDestroy(comm) == weftSuccess ? 0 : 2;
+      }
     }
   }
   if (failed == weftSuccess) {
