@@ -118,3 +118,67 @@ ports_scenario() {
 }
 scenario_stray() { ports_scenario stray stray; }
 scenario_hostile() { ports_scenario hostile hostile; }
+
+# limit_run SCENARIO I WHAT_RE [K=V ...]: 4 ranks, 20 verified AllReduces,
+# under the limit the caller set (L_ULIMIT / L_WRAP). Every rank must end on
+# its own (no hang, no crash, no wrong result): all succeed, or some fail and
+# at least one failure line matches WHAT_RE (the limit named).
+limit_run() {
+  local s=$1 i=$2 what=$3
+  shift 3
+  local dir=$out/$s/run$i port r rc start took bad="" why="" failed=0 n=4
+  port=$(free_port)
+  start=$(now_ms)
+  launch_local "$dir" $n 40 WEFT_COMM_ID=127.0.0.1:$port WEFT_COMM_SECRET="$(secret)" WEFT_TIMEOUT_MS=5000 \
+    WEFT_DEBUG=WARN "$@" -- 65537 20 30 10000
+  wait "${L_PIDS[@]}" 2>/dev/null
+  took=$(( $(now_ms) - start ))
+  for (( r = 0; r < n; r++ )); do
+    rc=$(rc_of "$dir" $r)
+    case "$rc" in
+      0) ;;
+      2|10) failed=1 ;;
+      13) bad=wrong why="rank $r: wrong result" ;;
+      124|137) [ "$bad" = wrong ] || { bad=hang why="rank $r ended by the harness"; } ;;
+      *) [ -n "$bad" ] || { bad=other why="rank $r exit ${rc:-none} (crash?)"; } ;;
+    esac
+  done
+  if [ -z "$bad" ] && [ $failed = 1 ] && ! grep -h "failed at" "$dir"/rank*.log | grep -qE "$what"; then
+    bad=other why="no error names the limit: $(grep -h -m1 'failed at' "$dir"/rank*.log | cut -c1-240)"
+  fi
+  LIMIT_FAILED=$failed
+  record "$s" "${bad:-ok}" "$took" "$why"
+  [ -z "$bad" ] && [ "${KEEP_ONE:-}" != "$i" ] && rm -rf "$dir"
+  return 0
+}
+
+scenario_fd_limit() {
+  local limits=(8 10 12 13 14 16 20 24 64) i l t hit=0
+  for (( i = 1; i <= count; i++ )); do
+    l=${limits[$(( i % ${#limits[@]} ))]}
+    t=shm; [ $(( (i / ${#limits[@]}) % 2 )) = 1 ] && t=socket
+    if [ $t = shm ]; then L_ULIMIT=$l limit_run fd-limit $i "ulimit -n|descriptors"
+    else L_ULIMIT=$l limit_run fd-limit $i "ulimit -n|descriptors" WEFT_SHM_DISABLE=1 WEFT_NET=Socket; fi
+    hit=$(( hit + LIMIT_FAILED ))
+  done
+  R_NOTE[fd-limit]="ulimit -n of ${limits[*]}, shm and socket transports in turn; $hit runs hit the limit and named it; max ms = slowest run"
+}
+
+scenario_shm_limit() {
+  local sizes=(16k 64k 256k 1m 4m 16m 64m) i sz holder hit=0
+  for (( i = 1; i <= count; i++ )); do
+    sz=${sizes[$(( i % ${#sizes[@]} ))]}
+    unshare -m --propagation private sleep 600 &
+    holder=$!
+    sleep 0.1
+    if ! nsenter -t $holder -m mount -t tmpfs -o size=$sz tmpfs /dev/shm 2>/dev/null; then
+      kill $holder; wait $holder 2>/dev/null
+      R_SKIP[shm-limit]="cannot mount a small tmpfs on /dev/shm in a private mount namespace (needs root and unshare)"
+      return
+    fi
+    L_WRAP="nsenter -t $holder -m --" limit_run shm-limit $i "/dev/shm"
+    hit=$(( hit + LIMIT_FAILED ))
+    kill $holder; wait $holder 2>/dev/null
+  done
+  R_NOTE[shm-limit]="/dev/shm of ${sizes[*]} (tmpfs in a private mount namespace); $hit runs hit the limit and named it; max ms = slowest run"
+}

@@ -71,7 +71,21 @@ export WEFT_SOCKET_IFNAME=lo
 now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
 rand() { echo $(( (RANDOM * 32768 + RANDOM) % $1 )); }
 secret() { printf "%04x%04x%04x%04x" $RANDOM $RANDOM $RANDOM $RANDOM; }
-free_port() { echo $(( 20000 + $(rand 30000) )); }
+# A port below the ephemeral range (outgoing connections never take it) that
+# nothing is bound to now.
+free_port() {
+  python3 -c '
+import random, socket
+for _ in range(200):
+    p = random.randrange(10000, 32000)
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", p)); print(p); break
+    except OSError:
+        pass
+    finally:
+        s.close()' 2>/dev/null || echo $(( 10000 + $(rand 22000) ))
+}
 
 # ------------------------------------------------------------------ results
 declare -A R_RUNS R_OK R_HANG R_WRONG R_OTHER R_MAX R_SKIP R_NOTE
@@ -108,7 +122,8 @@ launch_local() {
     rm -f "$dir/rank$r.status"
     (
       [ $r = $(( n - 1 )) ] && [ -n "${L_DELAY_LAST:-}" ] && sleep "$L_DELAY_LAST"
-      timeout -k 2 "$limit" env WEFT_RANK=$r WEFT_NRANKS=$n WEFT_LOCAL_RANK=$r "${env[@]}" \
+      [ -n "${L_ULIMIT:-}" ] && ulimit -n "$L_ULIMIT"
+      ${L_WRAP:-} timeout -k 2 "$limit" env WEFT_RANK=$r WEFT_NRANKS=$n WEFT_LOCAL_RANK=$r "${env[@]}" \
         "$rank_bin" "$@" >"$dir/rank$r.log" 2>&1
       echo "$? $(now_ms)" >"$dir/rank$r.status"
     ) 2>/dev/null &
