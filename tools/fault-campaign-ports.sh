@@ -113,7 +113,7 @@ ports_run() {
 ports_scenario() {
   local s=$1 kind=$2 i
   P_TOT_A=0 P_TOT_R=0 P_TOT_C=0 P_TOT_O=0 P_TOT_M=0 P_TOT_W=0
-  for (( i = 1; i <= count; i++ )); do ports_run "$s" $i "$kind"; done
+  for (( i = 1; i <= ports_count; i++ )); do ports_run "$s" $i "$kind"; done
   R_NOTE[$s]="$P_TOT_A attacking connections: $P_TOT_R refused by weft, $P_TOT_C found the port closed, $P_TOT_O left open; $P_TOT_W rejections logged by the ranks (WARN); max ms = slowest refusal"
 }
 scenario_stray() { ports_scenario stray stray; }

@@ -5,8 +5,9 @@
 #   tools/fault-campaign.sh [--build DIR] [--count N] [--scenarios a,b,...]
 #                           [--out DIR] [--ranks N]
 #
-# --count N      runs per scenario (default 100; the stray/hostile scenarios
-#                and the limit sweeps count each run as one job)
+# --count N      runs per scenario (default 100)
+# --ports-count N  runs of stray and hostile (default 20: a stray run sends
+#                about 13000 connections and takes ~30 s)
 # --scenarios    comma-separated, default all:
 #   kill-shm     SIGKILL of a random rank at a random moment of a loop of
 #                verified AllReduces (tests/faults/campaign_rank.cc), process
@@ -42,6 +43,7 @@ set -u
 here=$(cd "$(dirname "$0")/.." && pwd)
 build=$here/build
 count=100
+ports_count=20
 scenarios=kill-shm,kill-net,kill-ibloop,stop-shm,linkdown,loss,stray,hostile,fd-limit,shm-limit
 out=""
 nranks=3
@@ -49,6 +51,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --build) build=$2; shift 2 ;;
     --count) count=$2; shift 2 ;;
+    --ports-count) ports_count=$2; shift 2 ;;
     --scenarios) scenarios=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --ranks) nranks=$2; shift 2 ;;
