@@ -327,7 +327,7 @@ class SocketBootstrap final : public Bootstrap {
   }
 
   void reject(const SocketAddress& from, const std::string& reason) {
-    WEFT_WARN("bootstrap: rejected connection from %s: %s", from.str().c_str(), reason.c_str());
+    handshake::warnRejected("bootstrap", from, reason);
   }
 
   // Authenticates the connection, then files every frame into the mailbox

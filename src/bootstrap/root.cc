@@ -153,7 +153,7 @@ class Root {
         handshake::recvSigned(s.fd(), session.toAcceptor, &h, sizeof(h), helloDeadline, stop, &bad))
       bad = helloProblem(h);
     if (!bad.empty()) {
-      WEFT_WARN("bootstrap: rejected connection from %s: %s", from.str().c_str(), bad.c_str());
+      handshake::warnRejected("bootstrap", from, bad);
       return;
     }
     admit(Joined{std::move(s), session.toConnector}, h, from);
