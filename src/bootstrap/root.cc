@@ -1,5 +1,6 @@
 #include "src/bootstrap/root.h"
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
@@ -14,6 +15,7 @@
 
 #include "src/bootstrap/handshake.h"
 #include "src/bootstrap/wire.h"
+#include "src/util/clock.h"
 #include "src/util/error.h"
 #include "src/util/log.h"
 
@@ -50,9 +52,11 @@ class Root {
         int limitErr = 0;
         Socket s = acceptFrom(listener_, deadline_, StopFlags{&allJoined_, nullptr}, &from, &limitErr);
         if (limitErr) {
-          // Descriptors may come back as handlers finish: keep trying until
-          // the deadline, and tell the ranks why if they never do.
+          // Descriptors may come back as handlers finish: keep trying, but
+          // answer the ranks that joined a while before their own deadlines
+          // (about the root's) pass, or they would only see a timeout.
           noteLimit(std::string("accept failed: ") + strerror(limitErr) + resourceHint(limitErr));
+          if (nowNs() > deadline_.atNs - limitMarginNs()) break;
           std::this_thread::sleep_for(std::chrono::milliseconds(20));
           continue;
         }
@@ -116,6 +120,9 @@ class Root {
     limitHit_ = what;
     WEFT_WARN("bootstrap root at %s: %s; still accepting until the deadline", addr_.str().c_str(), what.c_str());
   }
+
+  // How long before its deadline a root short of descriptors answers.
+  int64_t limitMarginNs() const { return std::min<int64_t>(timeoutMs_ / 5, 2000) * 1000000; }
 
   RootStatus failureStatus() const { return limitHit_.empty() ? kRootTimedOut : kRootOutOfResources; }
 

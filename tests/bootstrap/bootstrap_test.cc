@@ -431,7 +431,7 @@ TEST_F(BootstrapTest, RootOutOfDescriptorsTellsTheRanksWhy) {
     int code = weftSuccess;
     std::thread rank0([&] {
       try {
-        Bootstrap::join(id, 0, 2, 4000);  // outlasts the root: its answer comes first
+        Bootstrap::join(id, 0, 2, 1500);  // the same deadline as the root's: its answer must come first
       } catch (const Error& e) {
         msg = e.what();
         code = e.code();
