@@ -18,7 +18,7 @@ P_ATTACKS=()   # fault_peer summary lines of the current run
 attack() {
   local addr=$1 purpose=$2 kind=$3 log=$4 n=$nranks
   if [ "$kind" = stray ]; then
-    "$peer_bin" "$addr" "$purpose" stall 8 "$n" 6500 >>"$log" 2>&1 &
+    "$peer_bin" "$addr" "$purpose" stall 8 "$n" 11000 >>"$log" 2>&1 &
     P_APIDS+=($!)
     (
       for m in garbage truncated wrongsecret; do "$peer_bin" "$addr" "$purpose" $m 8 "$n"; done
