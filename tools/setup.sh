@@ -6,6 +6,8 @@ pkgs=(cmake g++ make pkg-config libhwloc-dev hwloc nlohmann-json3-dev libgtest-d
       libibverbs-dev rdma-core libopenmpi-dev openmpi-bin libgloo-dev iperf3 python3 iproute2
       # stacks of a test process that outlived its deadline (tests/process)
       elfutils
+      # pgrep: tools/fault-campaign.sh finds the rank processes it kills (ctest label faults)
+      procps
       # the size limits of tools/check-code-shape.sh (ctest label lint)
       universal-ctags
       # the PyTorch backend (bindings/torch): Debian's torch 1.13, CPU only

@@ -327,7 +327,7 @@ class SocketBootstrap final : public Bootstrap {
   }
 
   void reject(const SocketAddress& from, const std::string& reason) {
-    WEFT_WARN("bootstrap: rejected connection from %s: %s", from.str().c_str(), reason.c_str());
+    handshake::warnRejected("bootstrap", from, reason);
   }
 
   // Authenticates the connection, then files every frame into the mailbox
@@ -469,6 +469,9 @@ const char* rootStatusText(int32_t status) {
     case kRootNranksMismatch: return "nranks differs from the other ranks'";
     case kRootDuplicateRank: return "another process already joined with this rank";
     case kRootTimedOut: return "the root timed out before every rank joined";
+    case kRootOutOfResources:
+      return "the root's process ran out of descriptors or threads while the ranks joined (raise ulimit -n / "
+             "ulimit -u where rank 0 runs; its log names the limit and its value)";
   }
   return "unknown status";
 }
@@ -497,7 +500,10 @@ std::vector<SocketAddress> readRootReply(int fd, handshake::StreamMac& mac, int 
   if (!mac.verify(&r, sizeof(r), table.data(), table.size() * sizeof(SocketAddress), tag))
     raise(weftRemoteError, "bootstrap rank %d: %s: reply failed its integrity check", rank, rootName.c_str());
   if (r.status != kRootOk)
-    raise(r.status == kRootTimedOut ? weftTimeout : weftInvalidArgument, "bootstrap rank %d of %d: %s: %s", rank,
+    raise(r.status == kRootTimedOut         ? weftTimeout
+          : r.status == kRootOutOfResources ? weftSystemError
+                                            : weftInvalidArgument,
+          "bootstrap rank %d of %d: %s: %s", rank,
           nranks, rootName.c_str(), rootStatusText(r.status));
   if (r.nranks != nranks)
     raise(weftInternalError, "bootstrap rank %d: root answered for %d ranks, expected %d", rank, r.nranks, nranks);

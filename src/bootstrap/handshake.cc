@@ -1,8 +1,11 @@
 #include "src/bootstrap/handshake.h"
 
 #include <cstring>
+#include <mutex>
 
+#include "src/util/clock.h"
 #include "src/util/error.h"
+#include "src/util/log.h"
 
 namespace weft::handshake {
 
@@ -133,6 +136,34 @@ bool recvSigned(int fd, StreamMac& mac, void* msg, size_t bytes, Deadline deadli
     return false;
   }
   return true;
+}
+
+bool warnRejected(const char* who, const SocketAddress& from, const std::string& why) {
+  constexpr int64_t kWindowNs = 10'000'000'000;
+  static std::mutex mu;
+  static int64_t windowStart = 0;
+  static int shown = 0;
+  static long suppressed = 0;
+  long summary = 0;
+  bool show = false, last = false;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    const int64_t now = nowNs();
+    if (now - windowStart > kWindowNs) {
+      summary = suppressed;
+      windowStart = now;
+      shown = 0;
+      suppressed = 0;
+    }
+    show = shown < kRejectionsShown;
+    if (show) last = ++shown == kRejectionsShown;
+    else ++suppressed;
+  }
+  if (summary) WEFT_WARN("%ld more connections were refused in the previous 10 s window (not logged one by one)", summary);
+  if (show)
+    WEFT_WARN("%s: rejected connection from %s: %s%s", who, from.str().c_str(), why.c_str(),
+              last ? " (further refusals in this 10 s window are only counted)" : "");
+  return show;
 }
 
 }  // namespace weft::handshake

@@ -93,4 +93,11 @@ void sendSigned(int fd, StreamMac& mac, const void* msg, size_t bytes, Deadline 
 bool recvSigned(int fd, StreamMac& mac, void* msg, size_t bytes, Deadline deadline, StopFlags stop,
                 std::string* why);
 
+// Logs a refused connection: the first kRejectionsShown in each 10 s window
+// in full, then one line per window saying how many more were refused, so a
+// flood of stray or hostile connections cannot flood the log too. True when
+// this one was logged.
+constexpr int kRejectionsShown = 20;
+bool warnRejected(const char* who, const SocketAddress& from, const std::string& why);
+
 }  // namespace weft::handshake

@@ -1,5 +1,7 @@
 #include "src/bootstrap/root.h"
 
+#include <algorithm>
+#include <chrono>
 #include <condition_variable>
 #include <cstring>
 #include <list>
@@ -13,6 +15,7 @@
 
 #include "src/bootstrap/handshake.h"
 #include "src/bootstrap/wire.h"
+#include "src/util/clock.h"
 #include "src/util/error.h"
 #include "src/util/log.h"
 
@@ -46,7 +49,17 @@ class Root {
     try {
       for (;;) {
         SocketAddress from;
-        Socket s = acceptFrom(listener_, deadline_, StopFlags{&allJoined_, nullptr}, &from);
+        int limitErr = 0;
+        Socket s = acceptFrom(listener_, deadline_, StopFlags{&allJoined_, nullptr}, &from, &limitErr);
+        if (limitErr) {
+          // Descriptors may come back as handlers finish: keep trying, but
+          // answer the ranks that joined a while before their own deadlines
+          // (about the root's) pass, or they would only see a timeout.
+          noteLimit(std::string("accept failed: ") + strerror(limitErr) + resourceHint(limitErr));
+          if (nowNs() > deadline_.atNs - limitMarginNs()) break;
+          std::this_thread::sleep_for(std::chrono::milliseconds(20));
+          continue;
+        }
         if (!s.valid()) break;
         startHandler(handlers, std::move(s), from);
       }
@@ -95,8 +108,23 @@ class Root {
       handlers.pop_back();
       WEFT_WARN("bootstrap root: rejected connection from %s: no thread to serve it (%s%s)", from.str().c_str(),
                 e.what(), resourceHint(e.code().value(), "thread").c_str());
+      noteLimit(std::string("no thread to serve a connection: ") + e.what() +
+                resourceHint(e.code().value(), "thread"));
     }
   }
+
+  // The first process limit the root ran into (said once in the log).
+  void noteLimit(const std::string& what) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!limitHit_.empty()) return;
+    limitHit_ = what;
+    WEFT_WARN("bootstrap root at %s: %s; still accepting until the deadline", addr_.str().c_str(), what.c_str());
+  }
+
+  // How long before its deadline a root short of descriptors answers.
+  int64_t limitMarginNs() const { return std::min<int64_t>(timeoutMs_ / 5, 2000) * 1000000; }
+
+  RootStatus failureStatus() const { return limitHit_.empty() ? kRootTimedOut : kRootOutOfResources; }
 
   static void reply(Joined& j, RootStatus status, int32_t nranks, const void* table = nullptr,
                     size_t tableBytes = 0, int64_t waitMs = 1000) {
@@ -132,7 +160,7 @@ class Root {
         handshake::recvSigned(s.fd(), session.toAcceptor, &h, sizeof(h), helloDeadline, stop, &bad))
       bad = helloProblem(h);
     if (!bad.empty()) {
-      WEFT_WARN("bootstrap: rejected connection from %s: %s", from.str().c_str(), bad.c_str());
+      handshake::warnRejected("bootstrap", from, bad);
       return;
     }
     admit(Joined{std::move(s), session.toConnector}, h, from);
@@ -141,10 +169,11 @@ class Root {
   void admit(Joined j, const RootHello& h, const SocketAddress& from) {
     std::unique_lock<std::mutex> lock(mu_);
     if (finished_) {
+      const RootStatus status = failureStatus();
       lock.unlock();
       WEFT_WARN("bootstrap: rank %d from %s arrived after the root's %ld ms deadline", h.rank, from.str().c_str(),
                 static_cast<long>(timeoutMs_));
-      reply(j, kRootTimedOut, h.nranks);
+      reply(j, status, h.nranks);
       return;
     }
     if (nranks_ == 0) {
@@ -185,11 +214,12 @@ class Root {
     std::string missing;
     for (int r = 0; r < nranks_; ++r)
       if (!ranks_[r].sock.valid()) missing += (missing.empty() ? "" : ",") + std::to_string(r);
-    WEFT_WARN("bootstrap root at %s: timed out after %ld ms with %d of %d ranks joined (missing: %s)",
+    WEFT_WARN("bootstrap root at %s: timed out after %ld ms with %d of %d ranks joined (missing: %s)%s%s",
               addr_.str().c_str(), static_cast<long>(timeoutMs_), joined_, nranks_,
-              nranks_ ? missing.c_str() : "all");
+              nranks_ ? missing.c_str() : "all", limitHit_.empty() ? "" : "; it could not serve every rank: ",
+              limitHit_.c_str());
     for (auto& j : ranks_)
-      if (j.sock.valid()) reply(j, kRootTimedOut, nranks_);
+      if (j.sock.valid()) reply(j, failureStatus(), nranks_);
   }
 
   Socket listener_;
@@ -200,6 +230,7 @@ class Root {
   std::atomic<bool> allJoined_{false};
   std::mutex mu_;
   bool finished_ = false;  // the table or the timeout went out; later ranks are told they are late
+  std::string limitHit_;   // under mu_: the process limit that kept the root from serving a rank
   int32_t nranks_ = 0;
   int32_t joined_ = 0;
   std::vector<Joined> ranks_;

@@ -50,6 +50,8 @@ enum RootStatus : int32_t {
   kRootNranksMismatch = 1,
   kRootDuplicateRank = 2,
   kRootTimedOut = 3,
+  // The root's process ran out of descriptors or threads while ranks joined.
+  kRootOutOfResources = 4,
 };
 
 // The root refuses hellos that claim more ranks (its table would be huge).

@@ -41,9 +41,24 @@ weftComm::~weftComm() {
 
 void weftComm::setAsyncError(weftResult_t code, const std::string& why) {
   int expected = weftSuccess;
-  if (asyncError.compare_exchange_strong(expected, code)) {
+  {
     std::lock_guard<std::mutex> lock(errorMutex);
-    lastError = why;
+    if (asyncError.compare_exchange_strong(expected, code) || (errorClaimed && expected == code)) {
+      lastError = why;
+      errorClaimed = false;
+    }
+  }
+  if (bell) weft::ring(bell);
+}
+
+void weftComm::claimAsyncError(weftResult_t code, const std::string& provisional) {
+  int expected = weftSuccess;
+  {
+    std::lock_guard<std::mutex> lock(errorMutex);
+    if (asyncError.compare_exchange_strong(expected, code)) {
+      lastError = provisional;
+      errorClaimed = true;
+    }
   }
   if (bell) weft::ring(bell);
 }

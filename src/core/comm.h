@@ -115,6 +115,8 @@ struct weftComm {
   std::atomic<int> asyncError{weftSuccess};
   std::mutex errorMutex;
   std::string lastError;
+  // The error was claimed by claimAsyncError and its text is still to come.
+  bool errorClaimed = false;
 
   // Operations enqueued on host streams and not yet finished.
   std::mutex inflightMutex;
@@ -141,6 +143,12 @@ struct weftComm {
   ~weftComm();
 
   void setAsyncError(weftResult_t code, const std::string& why);
+  // Marks the communicator failed with `code` at once, while the text that
+  // explains it is still being made (a timeout's diagnosis waits up to
+  // seconds for other ranks): a secondary event in that time, such as a peer
+  // that gives up first and exits, must not become the reported cause. The
+  // next setAsyncError with the same code supplies the text.
+  void claimAsyncError(weftResult_t code, const std::string& provisional);
   weftResult_t getAsyncError() const { return static_cast<weftResult_t>(asyncError.load()); }
 };
 

@@ -117,6 +117,9 @@ std::vector<RankReport> gatherCallStates(weftComm* comm, int64_t waitMs) {
 }
 
 std::string explainTimeout(weftComm* comm) {
+  // This rank's timeout is the cause; whatever happens while the diagnosis
+  // waits for answers (a peer that timed out first and exited) is a consequence.
+  comm->claimAsyncError(weftTimeout, "rank " + std::to_string(comm->rank) + ": a call timed out (WEFT_TIMEOUT_MS)");
   try {
     const Verdict v = judgeCallStates(gatherCallStates(comm, waitBound(comm)));
     // One full report per hang, from the lowest rank inside the collective;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "tests/collectives/collective_check.h"
+#include "src/core/comm.h"
 #include "tests/collectives/thread_ranks.h"
 #include "weft/weft.h"
 
@@ -208,6 +209,26 @@ TEST_F(ApiComm, FinalizeDrainsQueuedWorkThenDestroy) {
     });
   for (auto& t : threads) t.join();
   for (int r = 0; r < n; r++) EXPECT_EQ(errs[r], "") << "rank " << r;
+}
+
+// A timeout claims the communicator's error before its diagnosis (which waits
+// seconds for other ranks); a peer that gave up first and left in that time
+// must not become the reported cause: the timeout's text, once ready, is.
+TEST_F(ApiComm, TimeoutClaimedBeforeItsDiagnosisKeepsItsOwnText) {
+  constexpr int n = 2;
+  std::vector<weftComm_t> comms(n, nullptr);
+  ASSERT_EQ(weftCommInitAll(comms.data(), n, nullptr), weftSuccess);
+  weftComm_t c = comms[0];
+  c->claimAsyncError(weftTimeout, "rank 0: a call timed out");
+  c->setAsyncError(weftRemoteError, "rank 1 is gone");
+  EXPECT_EQ(c->getAsyncError(), weftTimeout);
+  EXPECT_STREQ(weftGetLastError(c), "rank 0: a call timed out");
+  c->setAsyncError(weftTimeout, "rank 0: AllReduce made no progress [rank 2 not answering]");
+  EXPECT_STREQ(weftGetLastError(c), "rank 0: AllReduce made no progress [rank 2 not answering]");
+  // Once the text is in, the first error stays.
+  c->setAsyncError(weftTimeout, "a later timeout");
+  EXPECT_STREQ(weftGetLastError(c), "rank 0: AllReduce made no progress [rank 2 not answering]");
+  for (weftComm_t comm : comms) weftCommAbort(comm);
 }
 
 }  // namespace

@@ -1,6 +1,11 @@
 // Threads as ranks: every rank joins over 127.0.0.1 inside this process.
 #include <gtest/gtest.h>
+#include <fcntl.h>
 #include <stdlib.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -407,6 +412,49 @@ TEST_F(BootstrapTest, QueriesAreAnsweredByReaderThreadsWithinTheBound) {
     b.barrier();
     b.setQueryHandler(nullptr);
   });
+}
+
+// The root's process runs out of descriptors while ranks join: the root keeps
+// trying until its deadline, then tells the ranks it could reach that a
+// process limit, not a missing rank, kept the job from starting (the fault
+// campaign's ulimit -n sweep found a plain "timed out" here).
+TEST_F(BootstrapTest, RootOutOfDescriptorsTellsTheRanksWhy) {
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    alarm(20);
+    weftUniqueId id;
+    createUniqueId(&id, 1500);
+    bootstrap_wire::UniqueIdLayout layout;
+    memcpy(&layout, &id, sizeof(layout));
+    std::string msg;
+    int code = weftSuccess;
+    std::thread rank0([&] {
+      try {
+        Bootstrap::join(id, 0, 2, 1500);  // the same deadline as the root's: its answer must come first
+      } catch (const Error& e) {
+        msg = e.what();
+        code = e.code();
+      }
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // rank 0 waits for the root's answer
+    int late = socket(layout.root.sa.sa_family, SOCK_STREAM, 0);
+    rlimit r{64, 64};
+    if (late < 0 || setrlimit(RLIMIT_NOFILE, &r) != 0) _exit(3);
+    while (open("/dev/null", O_RDONLY) >= 0) {
+    }
+    connect(late, &layout.root.sa, layout.root.length());  // the root cannot accept it
+    rank0.join();
+    fprintf(stderr, "rank 0 (code %d): %s\n", code, msg.c_str());
+    _exit(code == weftSystemError && msg.find("ran out of descriptors") != std::string::npos &&
+                  msg.find("ulimit -n") != std::string::npos
+              ? 0
+              : 5);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status)) << "signal " << WTERMSIG(status);
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "3: set-up failed, 5: rank 0's error does not name the root's limit";
 }
 
 }  // namespace

@@ -2,7 +2,10 @@
 #include "src/bootstrap/handshake.h"
 
 #include <gtest/gtest.h>
+#include <stdlib.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstring>
 #include <future>
@@ -161,6 +164,24 @@ TEST(StreamMac, AlteredReplayedAndReorderedMessagesFail) {
   uint8_t mac[handshake::kMacBytes];
   s3.sign("ab", 2, "c", 1, mac);
   EXPECT_FALSE(r3.verify("a", 1, "bc", 2, mac));
+}
+
+// A flood of refused connections logs the first kRejectionsShown in full and
+// counts the rest (the fault campaign's 5000-connection floods wrote one line
+// each). In a child, whose window starts fresh.
+TEST(Handshake, RefusalsAreLoggedUpToTheWindowsLimit) {
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    const SocketAddress from = SocketAddress::parse("127.0.0.1:5", "from");
+    int logged = 0;
+    for (int i = 0; i < handshake::kRejectionsShown + 25; i++) logged += handshake::warnRejected("test", from, "garbage");
+    _exit(logged);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), handshake::kRejectionsShown);
 }
 
 }  // namespace

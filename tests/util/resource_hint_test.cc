@@ -46,5 +46,29 @@ TEST(ResourceHint, ShmSegmentOutOfDescriptorsNamesUlimit) {
   EXPECT_EQ(WEXITSTATUS(status), 0) << "3: setrlimit failed, 4: no error, 5: the error does not name the limit";
 }
 
+// The same when the segment is a peer's (the fault campaign's ulimit -n sweep
+// found this error without the limit named).
+TEST(ResourceHint, PeerShmSegmentOutOfDescriptorsNamesUlimit) {
+  ShmSegment peer = ShmSegment::create("weft-test", 4096);
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    rlimit r{32, 32};
+    if (setrlimit(RLIMIT_NOFILE, &r) != 0) _exit(3);
+    while (open("/dev/null", O_RDONLY) >= 0) {
+    }
+    try {
+      ShmSegment::open(peer.name(), 4096);
+      _exit(4);
+    } catch (const Error& e) {
+      _exit(std::string(e.what()).find("ulimit -n is 32") != std::string::npos ? 0 : 5);
+    }
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "3: setrlimit failed, 4: no error, 5: the error does not name the limit";
+}
+
 }  // namespace
 }  // namespace weft

@@ -29,8 +29,10 @@ static void prefaultRead(void* mem, size_t bytes) {
 static void* mapFd(int fd, size_t bytes, const std::string& name) {
   void* addr = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   if (addr == MAP_FAILED) {
+    const int e = errno;
     close(fd);
-    raise(weftSystemError, "shm: mmap of %s (%zu bytes) failed: %s", name.c_str(), bytes, strerror(errno));
+    raise(weftSystemError, "shm: mmap of %s (%zu bytes) failed: %s%s", name.c_str(), bytes, strerror(e),
+          resourceHint(e).c_str());
   }
   return addr;
 }
@@ -70,7 +72,11 @@ ShmSegment ShmSegment::create(const std::string& prefix, size_t bytes) {
 
 ShmSegment ShmSegment::open(const std::string& name, size_t bytes) {
   int fd = shm_open(name.c_str(), O_RDWR, 0600);
-  if (fd < 0) raise(weftSystemError, "shm: cannot open segment %s of a peer: %s", name.c_str(), strerror(errno));
+  if (fd < 0) {
+    const int e = errno;
+    raise(weftSystemError, "shm: cannot open segment %s of a peer: %s%s", name.c_str(), strerror(e),
+          resourceHint(e, "shm").c_str());
+  }
   struct stat st;
   if (fstat(fd, &st) != 0 || static_cast<size_t>(st.st_size) < bytes) {
     close(fd);

@@ -206,7 +206,7 @@ bool SocketConnection::acceptAll() {
     else if (h.index >= p_.nSockets || sockets_[h.index].valid())
       bad = "bad or repeated socket index " + std::to_string(h.index);
     if (!bad.empty()) {
-      WEFT_WARN("socket transport: rejected connection from %s: %s", from.str().c_str(), bad.c_str());
+      handshake::warnRejected("socket transport", from, bad);
       continue;
     }
     sockets_[h.index] = std::move(s);
