@@ -10,6 +10,7 @@
 //            [--step-us 0] [--algos ring,tree,hier]
 //
 // Exit status: 0 done, 2 bad usage.
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <sstream>
@@ -33,6 +34,7 @@ struct Options {
   std::vector<int> layout;  // ranks per host
   plan::Coll coll = plan::Coll::AllReduce;
   uint64_t minBytes = 8, maxBytes = uint64_t(1) << 30, factor = 4;
+  sim::SimpleCluster simple;  // the command line's cluster, and what the cost model sees
   sim::Cluster cluster;
   std::string algos;  // empty: every algorithm that implements the collective
 };
@@ -83,7 +85,7 @@ std::vector<plan::Plan> plansFor(const Options& o, algo::AlgoId a, uint64_t coun
     if (steps > kMaxSteps)
       raise(weftInvalidArgument, "%s of %llu elements on %d ranks needs more than %zu steps (~%zu MB); use fewer "
             "ranks or a smaller -e", algo::algoName(a), (unsigned long long)count, args.nranks, kMaxSteps,
-            kMaxSteps * 100 >> 20);
+            kMaxSteps * sim::kBytesPerStep >> 20);
   }
   return plans;
 }
@@ -93,9 +95,9 @@ algo::CostInputs costInputs(const Options& o, uint64_t bytes) {
   in.nranks = int(o.cluster.hostOf.size());
   in.nHosts = int(o.layout.size());
   in.bytes = bytes;
-  in.intra = {o.cluster.intraLatUs, o.cluster.intraGBs};
-  in.inter = {o.cluster.netLatUs, o.cluster.nicGBs};
-  in.nicsPerHost = o.cluster.nicsPerHost;
+  in.intra = {o.simple.intraLatUs, o.simple.intraGBs};
+  in.inter = {o.simple.netLatUs, o.simple.nicGBs};
+  in.nicsPerHost = o.simple.nicsPerHost;
   return in;
 }
 
@@ -105,8 +107,8 @@ void sweep(const Options& o) {
   algo::AlgoFilter filter = o.algos.empty() ? algo::AlgoFilter{} : algo::parseAlgoFilter(o.algos);
   plan::FifoGeometry g;  // the communicator's defaults
   std::printf("# weft-sim %s: %d ranks on %zu hosts, intra %.1f GB/s %.1f us, NIC %.2f GB/s %.1f us x %d per host\n",
-              info.name, n, o.layout.size(), o.cluster.intraGBs, o.cluster.intraLatUs, o.cluster.nicGBs,
-              o.cluster.netLatUs, o.cluster.nicsPerHost);
+              info.name, n, o.layout.size(), o.simple.intraGBs, o.simple.intraLatUs, o.simple.nicGBs,
+              o.simple.netLatUs, o.simple.nicsPerHost);
   std::printf("#%12s %12s %6s %12s %8s %8s %5s %10s  %s\n", "size(B)", "count", "type", "time(us)", "algbw", "busbw",
               "ch", "slice", "algorithm");
   for (uint64_t bytes = o.minBytes; bytes <= o.maxBytes; bytes *= o.factor) {
@@ -118,6 +120,8 @@ void sweep(const Options& o) {
     for (int i = 0; i < algo::algoCount(); i++) {
       const algo::AlgoId a = algo::AlgoId(i);
       if (!algo::algoSupports(a, o.coll) || !filter.allows(o.coll, a)) continue;
+      // Infinite cost: the algorithm does not run on this layout (oneshot across hosts).
+      if (!std::isfinite(algo::estimateUs(o.coll, a, in))) continue;
       const algo::CallShape shape = algo::shapeCall(o.coll, a, in, g);
       const sim::RunStats st = sim::simulate(plansFor(o, a, count, shape), o.cluster);
       const double algbw = st.us > 0 ? double(bytes) / st.us / 1e3 : 0;
@@ -148,27 +152,27 @@ int main(int argc, char** argv) {
     } else if (k == "-b") o.minBytes = parseSize(v);
     else if (k == "-e") o.maxBytes = parseSize(v);
     else if (k == "-f") o.factor = parseSize(v);
-    else if (k == "--intra-gbs") o.cluster.intraGBs = std::atof(v.c_str());
-    else if (k == "--intra-lat-us") o.cluster.intraLatUs = std::atof(v.c_str());
-    else if (k == "--nic-gbs") o.cluster.nicGBs = std::atof(v.c_str());
-    else if (k == "--net-lat-us") o.cluster.netLatUs = std::atof(v.c_str());
-    else if (k == "--nics-per-host") o.cluster.nicsPerHost = std::atoi(v.c_str());
-    else if (k == "--step-us") o.cluster.stepOverheadUs = std::atof(v.c_str());
+    else if (k == "--intra-gbs") o.simple.intraGBs = std::atof(v.c_str());
+    else if (k == "--intra-lat-us") o.simple.intraLatUs = std::atof(v.c_str());
+    else if (k == "--nic-gbs") o.simple.nicGBs = std::atof(v.c_str());
+    else if (k == "--net-lat-us") o.simple.netLatUs = std::atof(v.c_str());
+    else if (k == "--nics-per-host") o.simple.nicsPerHost = std::atoi(v.c_str());
+    else if (k == "--step-us") o.simple.stepOverheadUs = std::atof(v.c_str());
     else if (k == "--algos") o.algos = v;
     else return usage(("unknown option " + k).c_str());
   }
   if (o.layout.empty() && hosts > 0 && perHost > 0) o.layout.assign(size_t(hosts), perHost);
   if (o.layout.empty()) return usage("give --hosts and --ranks-per-host, or --layout");
-  for (size_t h = 0; h < o.layout.size(); h++) {
+  for (size_t h = 0; h < o.layout.size(); h++)
     if (o.layout[h] < 1) return usage("every host needs at least one rank");
-    o.cluster.hostOf.insert(o.cluster.hostOf.end(), size_t(o.layout[h]), int(h));
-  }
-  if (o.minBytes < 4 || o.factor < 1 || o.cluster.nicsPerHost < 1) return usage("sizes from 4 bytes, factor >= 1, NICs >= 1");
-  if (!(o.cluster.intraGBs > 0)) return usage("--intra-gbs must be above 0");
-  if (!(o.cluster.nicGBs > 0)) return usage("--nic-gbs must be above 0");
-  if (o.cluster.intraLatUs < 0 || o.cluster.netLatUs < 0 || o.cluster.stepOverheadUs < 0)
+  o.simple.layout = o.layout;
+  if (o.minBytes < 4 || o.factor < 1 || o.simple.nicsPerHost < 1) return usage("sizes from 4 bytes, factor >= 1, NICs >= 1");
+  if (!(o.simple.intraGBs > 0)) return usage("--intra-gbs must be above 0");
+  if (!(o.simple.nicGBs > 0)) return usage("--nic-gbs must be above 0");
+  if (o.simple.intraLatUs < 0 || o.simple.netLatUs < 0 || o.simple.stepOverheadUs < 0)
     return usage("latencies and --step-us must not be negative");
   try {
+    o.cluster = sim::buildCluster(o.simple);
     sweep(o);
   } catch (const Error& e) {
     std::fprintf(stderr, "weft-sim: %s\n", e.what());
