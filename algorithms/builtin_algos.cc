@@ -87,7 +87,7 @@ std::vector<AlgoInfo> builtinAlgos() {
   AlgoInfo ring{"ring", ringCollectives(), buildRing, ringCost, ringSteps};
   AlgoInfo binaryTree{"binarytree", allReduceOnly(), buildBinaryTree, binaryTreeCost, nullptr};
   AlgoInfo doubleTree{"tree", allReduceOnly(), buildDoubleTree, doubleTreeCost, nullptr};
-  return {ring, binaryTree, doubleTree, hierAlgoInfo(), oneShotAlgo()};
+  return {ring, binaryTree, doubleTree, hierAlgoInfo(), oneShotAlgo(), hierTreeAlgoInfo()};
 }
 
 }  // namespace weft::algo

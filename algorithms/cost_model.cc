@@ -13,7 +13,7 @@ bool usesMeasuredCurve(plan::Coll c, AlgoId a, const CostInputs& in) {
 }
 
 double estimateUs(plan::Coll c, AlgoId a, const CostInputs& in) {
-  if (!algoSupports(a, c)) return std::numeric_limits<double>::infinity();
+  if (!algoApplies(a, c, in)) return std::numeric_limits<double>::infinity();
   if (in.nranks <= 1) return in.intra.latencyUs;
   const AlgoCalibration& cal = in.calibration(a);
   auto cost = algoInfo(a).cost;
@@ -26,6 +26,8 @@ double estimateUs(plan::Coll c, AlgoId a, const CostInputs& in) {
 }
 
 double latencyTermUs(plan::Coll c, AlgoId a, const CostInputs& in) {
+  // The analytic term even where `a` does not apply: a call that names it
+  // still needs a pipeline shape.
   if (!algoSupports(a, c)) return std::numeric_limits<double>::infinity();
   return in.nranks <= 1 ? 0.0 : algoInfo(a).cost(c, in, double(in.bytes)).latUs;
 }

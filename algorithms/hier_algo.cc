@@ -37,7 +37,43 @@ std::array<bool, plan::kNumColls> hierCollectives() {
   return s;
 }
 
+// The rail ring's (H-1) hops per phase become a binary tree's depth (up and
+// down, ceil(log2 H) network hops each); an interior rail rank takes its
+// rail block from two children and its parent (3 blocks, as binarytree),
+// spread over the host's NICs.
+CostTerms hierTreeCost(Coll, const CostInputs& in, double B) {
+  const int n = std::max(in.nranks, 1);
+  const int H = std::clamp(in.nHosts, 1, n);
+  const int L = (n + H - 1) / H;
+  const int rails = std::clamp(in.nicsPerHost, 1, L);
+  const double depth = H > 1 ? std::ceil(std::log2(double(H))) : 0.0;
+  const double lat = 2 * ((L - 1) * in.intra.latencyUs + depth * in.inter.latencyUs);
+  double bytes = 0;
+  if (L > 1) bytes += 2.0 * (L - 1) / L * B / (1e3 * in.intra.bandwidthGBs);
+  if (H > 1) bytes += 3.0 * B / (1e3 * in.inter.bandwidthGBs * rails);
+  return {lat, bytes};
+}
+
+// On one host it is the host ring alone, with one rank per host a plain
+// binary tree: the ring and binarytree entries already cover those.
+bool hierTreeApplies(Coll, const CostInputs& in) {
+  const int H = std::clamp(in.nHosts, 1, std::max(in.nranks, 1));
+  return H > 1 && in.nranks > H;
+}
+
+std::array<bool, plan::kNumColls> allReduceOnly() {
+  std::array<bool, plan::kNumColls> s{};
+  s[static_cast<int>(Coll::AllReduce)] = true;
+  return s;
+}
+
 }  // namespace
+
+AlgoInfo hierTreeAlgoInfo() {
+  AlgoInfo info{"hiertree", allReduceOnly(), buildHierarchicalTree, hierTreeCost, nullptr};
+  info.applies = hierTreeApplies;
+  return info;
+}
 
 AlgoInfo hierAlgoInfo() { return AlgoInfo{"hier", hierCollectives(), buildHierarchical, hierCost, hierSteps}; }
 

@@ -39,6 +39,10 @@ const char* algoName(AlgoId a) { return index(a) < algoCount() ? algoInfo(a).nam
 
 bool algoSupports(AlgoId a, plan::Coll c) { return index(a) < algoCount() && algoInfo(a).implements(c); }
 
+bool algoApplies(AlgoId a, plan::Coll c, const CostInputs& in) {
+  return algoSupports(a, c) && (!algoInfo(a).applies || algoInfo(a).applies(c, in));
+}
+
 std::optional<AlgoId> findAlgo(std::string_view name) {
   for (int i = 0; i < algoCount(); i++)
     if (sameName(table()[size_t(i)].name, name)) return AlgoId(i);

@@ -33,6 +33,12 @@ struct AlgoInfo {
   // call takes, each moving one block per rank at once; 0 (or no function)
   // when the call is a pipeline of hops instead (chains, trees).
   double (*ringSteps)(plan::Coll c, int nranks) = nullptr;
+  // Whether the algorithm is worth running on the communicator's layout
+  // (in.nranks on in.nHosts hosts); nullptr: everywhere. Where it does not
+  // apply (an algorithm that degenerates into another one there) its cost
+  // is infinite, so the selector picks it only when WEFT_ALGO leaves
+  // nothing else. Its builder must still produce a correct plan.
+  bool (*applies)(plan::Coll c, const CostInputs& in) = nullptr;
 
   bool implements(plan::Coll c) const { return supports[static_cast<int>(c)]; }
 };
@@ -42,6 +48,8 @@ int algoCount();
 const AlgoInfo& algoInfo(AlgoId a);
 const char* algoName(AlgoId a);
 bool algoSupports(AlgoId a, plan::Coll c);
+// algoSupports, and the entry's applies() for this layout.
+bool algoApplies(AlgoId a, plan::Coll c, const CostInputs& in);
 // By name, case-insensitive; nullopt when none has it.
 std::optional<AlgoId> findAlgo(std::string_view name);
 
@@ -56,5 +64,8 @@ AlgoId registerAlgo(AlgoInfo info);
 std::vector<AlgoInfo> builtinAlgos();
 // The hierarchical algorithm's entry, "hier" (hier_algo.cc).
 AlgoInfo hierAlgoInfo();
+// "hiertree": hier's AllReduce with a binary tree per rail across hosts;
+// applies on several hosts with several ranks on some host (hier_algo.cc).
+AlgoInfo hierTreeAlgoInfo();
 
 }  // namespace weft::algo

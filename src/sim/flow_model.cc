@@ -1,35 +1,52 @@
 #include "src/sim/flow_model.h"
 
 #include <algorithm>
-#include <map>
 #include <queue>
-#include <unordered_map>
+#include <tuple>
 
 #include "src/util/error.h"
 
 namespace weft::sim {
 namespace {
 
-struct Port {
-  double freeAt = 0;
+enum class Ev : uint8_t { Start, Drain, End };
+
+struct Event {
+  double t;
+  uint64_t seq;  // creation order: ties at one time are handled in it
+  int id;
+  uint32_t version;
+  Ev kind;
 };
 
-// One send of a step, once scheduled.
-struct Transfer {
-  double firstAt = 0;  // the first piece reached the receiver
-  double endAt = 0;    // the last piece reached the receiver
-  int receiver = -1;   // step that takes it
+struct Later {
+  bool operator()(const Event& a, const Event& b) const { return a.t != b.t ? a.t > b.t : a.seq > b.seq; }
+};
+
+struct Flow {
+  uint32_t linkBegin = 0;
+  uint32_t linkCount = 0;
+  int node = -1;
+  double bytes = 0, remaining = 0;
+  double rate = 0;      // bytes per us, under the current fair share
+  double last = 0;      // when `remaining` was last brought up to date
+  double latUs = 0;     // the route's latency
+  double drainedAt = 0;
+  double pushedAt = 0;  // the last byte left the sender
+  uint32_t version = 0;
 };
 
 struct Node {
   const plan::Step* step = nullptr;
   int rank = 0;
-  int next = -1;    // the next step of the channel
-  int deps = 0;     // unresolved: previous step + inputs
-  double start = 0; // previous step's end (plus overhead)
-  int input[2] = {-1, -1};  // (sender node, send slot) packed as node * 2 + slot
-  Transfer out[2];
-  double end = -1;
+  int next = -1;       // the next step of the channel
+  int waitStart = 0;   // previous step + inputs' first pieces
+  int waitEnd = 0;     // own start + own flows drained + inputs' last pieces
+  double readyAt = 0;  // latest of what waitStart waited for
+  double startedAt = 0, inEnd = 0;
+  int input[2] = {-1, -1};     // (sender node, send slot) packed as node * 2 + slot
+  int receiver[2] = {-1, -1};  // node that takes send k
+  int flow[2] = {-1, -1};
 };
 
 class Model {
@@ -38,45 +55,32 @@ class Model {
     const int n = int(plans.size());
     if (int(c.hostOf.size()) != n)
       raise(weftInvalidArgument, "sim: %zu host ids for %d ranks", c.hostOf.size(), n);
-    std::map<int, int> perHost;
-    for (int r = 0; r < n; r++) local_.push_back(perHost[c.hostOf[size_t(r)]]++);
-    nHosts_ = perHost.empty() ? 0 : perHost.rbegin()->first + 1;
-    shmOut_.resize(size_t(n));
-    shmIn_.resize(size_t(n));
-    nicOut_.resize(size_t(nHosts_) * size_t(std::max(c.nicsPerHost, 1)));
-    nicIn_.resize(nicOut_.size());
+    validate(c);
+    active_.resize(c.linkGBs.size());
+    remCap_.resize(c.linkGBs.size());
+    unfrozen_.resize(c.linkGBs.size());
+    linkStamp_.resize(c.linkGBs.size());
     buildNodes();
     pairTransfers();
   }
 
   RunStats run() {
-    using Item = std::pair<double, int>;  // (ready time, node); ties by node id: deterministic
-    std::priority_queue<Item, std::vector<Item>, std::greater<Item>> ready;
     for (int i = 0; i < int(nodes_.size()); i++)
-      if (nodes_[size_t(i)].deps == 0) ready.push({readyAt(i), i});
-    RunStats st;
-    size_t done = 0;
-    while (!ready.empty()) {
-      const int i = ready.top().second;
-      ready.pop();
-      schedule(i, st);
-      done++;
-      Node& x = nodes_[size_t(i)];
-      st.us = std::max(st.us, x.end);
-      auto release = [&](int j) {
-        if (j >= 0 && --nodes_[size_t(j)].deps == 0) ready.push({readyAt(j), j});
-      };
-      if (x.next >= 0) {
-        nodes_[size_t(x.next)].start = x.end + c_.stepOverheadUs;
-        release(x.next);
+      if (nodes_[size_t(i)].waitStart == 0) push(nodes_[size_t(i)].readyAt, i, 0, Ev::Start);
+    while (!events_.empty()) {
+      const double t = events_.top().t;
+      while (!events_.empty() && events_.top().t == t) {
+        const Event e = events_.top();
+        events_.pop();
+        handle(e);
       }
-      for (int k = 0; k < x.step->nSend; k++) release(x.out[k].receiver);
+      if (!touched_.empty()) reshare(t);
     }
-    if (done != nodes_.size())
-      raise(weftInvalidArgument, "sim: %zu of %zu steps never became ready (plans wait on each other)",
-            nodes_.size() - done, nodes_.size());
-    st.steps = done;
-    return st;
+    if (ended_ != nodes_.size())
+      raise(weftInvalidArgument, "sim: %zu of %zu steps never ran (plans wait on each other)", nodes_.size() - ended_,
+            nodes_.size());
+    stats_.steps = ended_;
+    return stats_;
   }
 
  private:
@@ -87,11 +91,15 @@ class Model {
       for (const auto& ch : plans_[size_t(r)].channels) {
         int prev = -1;
         for (const auto& s : ch.steps) {
+          for (int k = 0; k < s.nSend; k++)
+            if (s.sendPeer[k] < 0 || s.sendPeer[k] >= int(plans_.size()) || s.sendPeer[k] == r)
+              raise(weftInvalidArgument, "sim: rank %d sends to rank %d", r, s.sendPeer[k]);
           Node x;
           x.step = &s;
           x.rank = r;
-          x.deps = (prev >= 0 ? 1 : 0) + s.nRecv;
-          x.start = c_.stepOverheadUs;
+          x.waitStart = (prev >= 0 ? 1 : 0) + s.nRecv;
+          x.waitEnd = 1 + s.nSend + s.nRecv;
+          x.readyAt = c_.stepOverheadUs;
           nodes_.push_back(x);
           if (prev >= 0) nodes_[size_t(prev)].next = int(nodes_.size()) - 1;
           prev = int(nodes_.size()) - 1;
@@ -101,88 +109,236 @@ class Model {
   }
 
   // The k-th send on a (sender, receiver, connection) FIFO feeds the k-th
-  // receive on it.
+  // receive on it: both sides sorted by (FIFO, order of appearance).
   void pairTransfers() {
     const uint64_t n = plans_.size();
-    std::unordered_map<uint64_t, std::vector<int>> sends, recvs;  // FIFO -> node*2+slot, in order
+    using Entry = std::tuple<uint64_t, int>;  // (FIFO, node * 2 + slot); node order is plan order
+    std::vector<Entry> sends, recvs;
     auto key = [&](int from, int to, int conn) { return (uint64_t(from) * n + uint64_t(to)) * 256 + uint64_t(conn); };
     for (int i = 0; i < int(nodes_.size()); i++) {
       const plan::Step& s = *nodes_[size_t(i)].step;
-      for (int k = 0; k < s.nSend; k++) sends[key(nodes_[size_t(i)].rank, s.sendPeer[k], s.conn)].push_back(i * 2 + k);
-      for (int k = 0; k < s.nRecv; k++) recvs[key(s.recvPeer[k], nodes_[size_t(i)].rank, s.conn)].push_back(i * 2 + k);
+      for (int k = 0; k < s.nSend; k++) sends.emplace_back(key(nodes_[size_t(i)].rank, s.sendPeer[k], s.conn), i * 2 + k);
+      for (int k = 0; k < s.nRecv; k++) recvs.emplace_back(key(s.recvPeer[k], nodes_[size_t(i)].rank, s.conn), i * 2 + k);
     }
-    for (auto& [fifo, in] : recvs) {
-      const auto& out = sends[fifo];
-      if (out.size() != in.size())
-        raise(weftInvalidArgument, "sim: a FIFO carries %zu sends for %zu receives", out.size(), in.size());
-      for (size_t j = 0; j < in.size(); j++) {
-        nodes_[size_t(in[j] / 2)].input[in[j] % 2] = out[j];
-        nodes_[size_t(out[j] / 2)].out[out[j] % 2].receiver = in[j] / 2;
-      }
+    std::sort(sends.begin(), sends.end());
+    std::sort(recvs.begin(), recvs.end());
+    if (sends.size() != recvs.size())
+      raise(weftInvalidArgument, "sim: the plans carry %zu sends for %zu receives", sends.size(), recvs.size());
+    for (size_t j = 0; j < sends.size(); j++) {
+      if (std::get<0>(sends[j]) != std::get<0>(recvs[j]))
+        raise(weftInvalidArgument, "sim: a FIFO's sends and receives do not pair (rank %llu to rank %llu)",
+              (unsigned long long)(std::get<0>(sends[j]) / 256 / n), (unsigned long long)(std::get<0>(sends[j]) / 256 % n));
+      const int out = std::get<1>(sends[j]), in = std::get<1>(recvs[j]);
+      nodes_[size_t(in / 2)].input[in % 2] = out;
+      nodes_[size_t(out / 2)].receiver[out % 2] = in / 2;
     }
-    for (auto& [fifo, out] : sends)
-      if (!recvs.count(fifo)) raise(weftInvalidArgument, "sim: %zu sends nobody receives", out.size());
   }
 
-  const Transfer& inputOf(const Node& x, int k) const {
-    const int packed = x.input[k];
-    return nodes_[size_t(packed / 2)].out[packed % 2];
+  void push(double t, int id, uint32_t version, Ev kind) { events_.push(Event{t, seq_++, id, version, kind}); }
+
+  void handle(const Event& e) {
+    if (e.kind == Ev::Start) return startNode(e.id, e.t);
+    if (e.kind == Ev::End) return endNode(e.id, e.t);
+    Flow& f = flows_[size_t(e.id)];
+    if (e.version != f.version) return;  // its rate changed since: a later event stands for it
+    f.remaining = 0;
+    f.drainedAt = e.t;
+    for (uint32_t j = 0; j < f.linkCount; j++) {
+      const int l = flowLinks_[f.linkBegin + j];
+      auto& on = active_[size_t(l)];
+      auto it = std::find(on.begin(), on.end(), e.id);
+      *it = on.back();
+      on.pop_back();
+      touch(l);
+    }
+    finishPart(f.node, e.t);
   }
 
-  double readyAt(int i) const {
-    const Node& x = nodes_[size_t(i)];
-    double t = x.start;
-    for (int k = 0; k < x.step->nRecv; k++) t = std::max(t, inputOf(x, k).firstAt);
-    return t;
+  double pieceBytes(const Node& x) const {
+    const plan::Plan& p = plans_[size_t(x.rank)];
+    const double bytes = double(x.step->count) * p.elemSize;
+    return p.sliceBytes ? std::min(bytes, double(p.sliceBytes)) : bytes;
   }
 
-  void schedule(int i, RunStats& st) {
+  void startNode(int i, double t) {
     Node& x = nodes_[size_t(i)];
+    x.startedAt = t;
     const plan::Step& s = *x.step;
-    const double bytes = double(s.count) * plans_[size_t(x.rank)].elemSize;
-    const double slice = plans_[size_t(x.rank)].sliceBytes ? double(plans_[size_t(x.rank)].sliceBytes) : bytes;
-    const double piece = std::min(bytes, slice);
-    double inEnd = x.start;
-    for (int k = 0; k < s.nRecv; k++) inEnd = std::max(inEnd, inputOf(x, k).endAt);
-    double end = inEnd;
-    const double ready = readyAt(i);
     for (int k = 0; k < s.nSend; k++) {
-      const int to = s.sendPeer[k];
-      const bool net = c_.hostOf[size_t(to)] != c_.hostOf[size_t(x.rank)];
-      Port& a = net ? nicOut_[nic(x.rank)] : shmOut_[size_t(x.rank)];
-      Port& b = net ? nicIn_[nic(to)] : shmIn_[size_t(to)];
-      const double bytesPerUs = 1e3 * (net ? c_.nicGBs : c_.intraGBs);
-      const double lat = net ? c_.netLatUs : c_.intraLatUs;
-      const double t0 = std::max({ready, a.freeAt, b.freeAt});
-      const double pushed = std::max(t0 + bytes / bytesPerUs, inEnd + piece / bytesPerUs);
-      a.freeAt = b.freeAt = pushed;
-      x.out[k].firstAt = t0 + piece / bytesPerUs + lat;
-      x.out[k].endAt = pushed + lat;
-      end = std::max(end, pushed);
-      if (net) st.netBytes += uint64_t(bytes);
+      Flow f;
+      f.node = i;
+      f.bytes = f.remaining = double(s.count) * plans_[size_t(x.rank)].elemSize;
+      f.last = t;
+      f.linkBegin = uint32_t(flowLinks_.size());
+      c_.route(x.rank, s.sendPeer[k], &flowLinks_);
+      f.linkCount = uint32_t(flowLinks_.size() - f.linkBegin);
+      const int id = int(flows_.size());
+      for (uint32_t j = 0; j < f.linkCount; j++) {
+        const int l = flowLinks_[f.linkBegin + j];
+        f.latUs += c_.linkLatUs[size_t(l)];
+        active_[size_t(l)].push_back(id);
+        touch(l);
+      }
+      if (c_.hostOf[size_t(x.rank)] != c_.hostOf[size_t(s.sendPeer[k])]) stats_.netBytes += uint64_t(f.bytes);
+      x.flow[k] = id;
+      flows_.push_back(f);
+      fresh_.push_back(id);
     }
-    x.end = end;
+    finishPart(i, t);
   }
 
-  size_t nic(int rank) const {
-    const int nics = std::max(c_.nicsPerHost, 1);
-    return size_t(c_.hostOf[size_t(rank)]) * size_t(nics) + size_t(local_[size_t(rank)] % nics);
+  // One of what a step's end waits for is done; once all are, its end is
+  // known: no earlier than its own flows drained, nor than its last input
+  // piece arrived plus one piece at the rate its flows last had.
+  void finishPart(int i, double t) {
+    Node& x = nodes_[size_t(i)];
+    if (--x.waitEnd > 0) return;
+    double end = std::max(x.startedAt, x.inEnd);
+    const double piece = pieceBytes(x);
+    for (int k = 0; k < x.step->nSend; k++) {
+      Flow& f = flows_[size_t(x.flow[k])];
+      f.pushedAt = std::max(f.drainedAt, x.step->nRecv && f.rate > 0 ? x.inEnd + piece / f.rate : 0.0);
+      end = std::max(end, f.pushedAt);
+    }
+    push(std::max(end, t), i, 0, Ev::End);
   }
+
+  void endNode(int i, double t) {
+    Node& x = nodes_[size_t(i)];
+    ended_++;
+    stats_.us = std::max(stats_.us, t);
+    for (int k = 0; k < x.step->nSend; k++) {
+      const Flow& f = flows_[size_t(x.flow[k])];
+      Node& r = nodes_[size_t(x.receiver[k])];
+      r.inEnd = std::max(r.inEnd, f.pushedAt + f.latUs);
+      finishPart(x.receiver[k], t);
+    }
+    if (x.next >= 0) resolveStart(x.next, t + c_.stepOverheadUs);
+  }
+
+  void resolveStart(int i, double at) {
+    Node& x = nodes_[size_t(i)];
+    x.readyAt = std::max(x.readyAt, at);
+    if (--x.waitStart == 0) push(x.readyAt, i, 0, Ev::Start);
+  }
+
+  void touch(int l) {
+    if (linkStamp_[size_t(l)] != stamp_ + 1) {
+      linkStamp_[size_t(l)] = stamp_ + 1;
+      touched_.push_back(l);
+    }
+  }
+
+  void collectComponent();
+  void fillRates();
+  void reshare(double t);
 
   const std::vector<plan::Plan>& plans_;
   const Cluster& c_;
-  std::vector<int> local_;
-  int nHosts_ = 0;
-  std::vector<Port> shmOut_, shmIn_, nicOut_, nicIn_;
   std::vector<Node> nodes_;
+  std::vector<Flow> flows_;
+  std::vector<int> flowLinks_;
+  std::vector<std::vector<int>> active_;  // per link: the flows crossing it now
+  std::priority_queue<Event, std::vector<Event>, Later> events_;
+  uint64_t seq_ = 0;
+  size_t ended_ = 0;
+  RunStats stats_;
+  // Fair-share scratch: links touched since the last reshare, the component
+  // they reach, per-link capacity left and flows not yet at their share.
+  std::vector<int> touched_, fresh_, compLinks_, compFlows_;
+  std::vector<uint32_t> linkStamp_, flowStamp_;
+  uint32_t stamp_ = 0;
+  std::vector<double> remCap_, newRate_;
+  std::vector<int> unfrozen_;
 };
+
+// The links and flows connected to the touched links through shared flows:
+// only their shares can change.
+void Model::collectComponent() {
+  stamp_ += 2;  // touched links carry stamp_ - 1 now; component members get stamp_
+  flowStamp_.resize(flows_.size(), 0);
+  newRate_.resize(flows_.size(), 0);
+  compLinks_.clear();
+  compFlows_.clear();
+  for (int l : touched_) {
+    linkStamp_[size_t(l)] = stamp_;
+    compLinks_.push_back(l);
+  }
+  touched_.clear();
+  for (size_t q = 0; q < compLinks_.size(); q++) {
+    for (int f : active_[size_t(compLinks_[q])]) {
+      if (flowStamp_[size_t(f)] == stamp_) continue;
+      flowStamp_[size_t(f)] = stamp_;
+      compFlows_.push_back(f);
+      const Flow& fl = flows_[size_t(f)];
+      for (uint32_t j = 0; j < fl.linkCount; j++) {
+        const int l = flowLinks_[fl.linkBegin + j];
+        if (linkStamp_[size_t(l)] != stamp_) {
+          linkStamp_[size_t(l)] = stamp_;
+          compLinks_.push_back(l);
+        }
+      }
+    }
+  }
+}
+
+// Max-min fair rates by progressive filling: the link offering the smallest
+// equal share fixes its flows' rates at that share, which leaves the other
+// links they cross with less capacity and fewer flows; repeat.
+void Model::fillRates() {
+  using Key = std::pair<double, int>;  // (share, link): ties by link index
+  std::priority_queue<Key, std::vector<Key>, std::greater<Key>> heap;
+  for (int l : compLinks_) {
+    remCap_[size_t(l)] = c_.linkGBs[size_t(l)] * 1e3;
+    unfrozen_[size_t(l)] = int(active_[size_t(l)].size());
+    if (unfrozen_[size_t(l)]) heap.push({remCap_[size_t(l)] / unfrozen_[size_t(l)], l});
+  }
+  const uint32_t frozen = stamp_ + 1;
+  while (!heap.empty()) {
+    const auto [share, l] = heap.top();
+    heap.pop();
+    if (unfrozen_[size_t(l)] == 0 || share != remCap_[size_t(l)] / unfrozen_[size_t(l)]) continue;  // stale
+    for (int f : active_[size_t(l)]) {
+      if (flowStamp_[size_t(f)] == frozen) continue;
+      flowStamp_[size_t(f)] = frozen;
+      newRate_[size_t(f)] = std::max(share, c_.linkGBs[size_t(l)] * 1e-6);
+      const Flow& fl = flows_[size_t(f)];
+      for (uint32_t j = 0; j < fl.linkCount; j++) {
+        const int m = flowLinks_[fl.linkBegin + j];
+        remCap_[size_t(m)] = std::max(remCap_[size_t(m)] - share, 0.0);
+        if (--unfrozen_[size_t(m)] > 0 && m != l) heap.push({remCap_[size_t(m)] / unfrozen_[size_t(m)], m});
+      }
+    }
+  }
+}
+
+void Model::reshare(double t) {
+  collectComponent();
+  stats_.rateUpdates++;
+  fillRates();
+  for (int id : compFlows_) {
+    Flow& f = flows_[size_t(id)];
+    if (f.rate > 0) f.remaining = std::max(f.remaining - f.rate * (t - f.last), 0.0);
+    f.last = t;
+    const double r = newRate_[size_t(id)];
+    if (r == f.rate) continue;
+    f.rate = r;
+    push(t + f.remaining / r, id, ++f.version, Ev::Drain);
+  }
+  // A flow that started now: its first piece arrives one piece at its share
+  // plus the route's latency from now.
+  for (int id : fresh_) {
+    const Flow& f = flows_[size_t(id)];
+    const Node& x = nodes_[size_t(f.node)];
+    const int k = x.flow[0] == id ? 0 : 1;
+    resolveStart(x.receiver[k], t + std::min(pieceBytes(x), f.bytes) / f.rate + f.latUs);
+  }
+  fresh_.clear();
+}
 
 }  // namespace
 
 RunStats simulate(const std::vector<plan::Plan>& plans, const Cluster& c) {
-  for (int h : c.hostOf)
-    if (h < 0) raise(weftInvalidArgument, "sim: host index %d", h);
-  if (c.intraGBs <= 0 || c.nicGBs <= 0) raise(weftInvalidArgument, "sim: a link of zero bandwidth");
   Model m(plans, c);
   return m.run();
 }

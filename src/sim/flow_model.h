@@ -1,49 +1,47 @@
 // weft-sim's network model: runs every rank's real plan (the algorithm
-// registry's builders) over a cluster description and returns the time the
-// call takes.
-//
-// The model, first cut:
-//  - each transfer (one send of a step, matched with the receiving step in
-//    FIFO order per (sender, receiver, connection)) occupies a sender port
-//    and a receiver port for bytes / bandwidth: inside a host the ranks' own
-//    links, across hosts the NICs (rank -> NIC by local index modulo the
-//    host's NIC count); ports serve transfers first come, first served;
-//  - a transfer reaches the receiver one link latency after it is pushed;
-//  - a step that receives and sends (a fused ring or tree step) starts
-//    sending once the first piece (the plan's slice) of its input arrived,
-//    and finishes no earlier than one piece after its input: the pipelining
-//    of the real executors;
-//  - FIFOs hold any amount (no back-pressure), local copies and reductions
-//    cost a fixed per-step overhead only.
-// Deterministic: the same inputs give the same times.
+// registry's builders) over a cluster (cluster.h) and returns the time the
+// call takes. Flow level, event driven:
+//  - every send of a step is a flow over the links of its route, matched
+//    with the receiving step in FIFO order per (sender, receiver,
+//    connection), as the executors match them;
+//  - the flows crossing a link share its bandwidth max-min fairly
+//    (progressive filling over the flows and links that a change touches),
+//    recomputed whenever a flow starts or ends;
+//  - a transfer's first piece (the plan's slice) reaches the receiver the
+//    route's latency (the sum of its links' per-hop latencies) after it
+//    left; a step that receives and sends starts once the first piece of
+//    every input arrived and cannot finish sending before its last input
+//    piece arrived plus one piece: the executors' pipelining;
+//  - a channel's steps run one after another on a rank, each after a fixed
+//    per-step overhead (Cluster::stepOverheadUs: the executor's hand-off,
+//    from calibration); channels run side by side;
+//  - FIFOs hold any amount (no back-pressure); local copies and reductions
+//    cost the per-step overhead only.
+// Deterministic: events at one time are handled in the order they were
+// made, ties in the fair share by link index.
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
 #include "algorithms/plan.h"
+#include "src/sim/cluster.h"
 
 namespace weft::sim {
-
-struct Cluster {
-  std::vector<int> hostOf;  // per rank: its host index (0..hosts-1)
-  double intraGBs = 100;    // each rank's link inside its host, per direction (GB/s)
-  double intraLatUs = 1;
-  double nicGBs = 12.5;     // each NIC, per direction
-  double netLatUs = 5;
-  int nicsPerHost = 1;
-  double stepOverheadUs = 0;  // per step a rank runs
-};
 
 struct RunStats {
   double us = 0;          // when the last rank finished
   uint64_t steps = 0;
   uint64_t netBytes = 0;  // bytes that crossed a NIC
+  uint64_t rateUpdates = 0;  // fair-share recomputations (cost of the run)
 };
+
+// Bytes of model state per plan step (for the caller's memory estimate).
+inline constexpr size_t kBytesPerStep = 160;
 
 // plans[r] is rank r's plan of one call. Throws weftInvalidArgument when the
 // plans do not describe one call on this cluster (rank counts, unpaired
-// transfers).
+// transfers, a bad cluster).
 RunStats simulate(const std::vector<plan::Plan>& plans, const Cluster& c);
 
 }  // namespace weft::sim

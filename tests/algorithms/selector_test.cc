@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <optional>
 
 #include "algorithms/cost_model.h"
 #include "algorithms/one_shot.h"
@@ -84,6 +85,46 @@ TEST(Selector, ParsesWeftAlgo) {
   EXPECT_THROW(algo::parseAlgoFilter("rings"), Error);
   EXPECT_THROW(algo::parseAlgoFilter("allreduse:ring"), Error);
   EXPECT_NO_THROW(algo::parseAlgoFilter(""));
+}
+
+// An algorithm whose entry says it does not apply to a layout costs
+// infinity there: the selector skips it unless WEFT_ALGO leaves nothing
+// else. hiertree applies on several hosts with several ranks on a host.
+TEST(Selector, SkipsAlgorithmsThatDoNotApplyToTheLayout) {
+  const std::optional<algo::AlgoId> hierTree = algo::findAlgo("hiertree");
+  ASSERT_TRUE(hierTree.has_value());
+  auto layout = [](int hosts, int perHost, uint64_t bytes) {
+    algo::CostInputs in;
+    in.nranks = hosts * perHost;
+    in.nHosts = hosts;
+    in.nicsPerHost = perHost;
+    in.bytes = bytes;
+    in.intra = {1, 100};
+    in.inter = {5, 12.5};
+    return in;
+  };
+  const algo::AlgoFilter all{};
+  for (auto [hosts, perHost] : {std::pair{1, 8}, std::pair{8, 1}}) {
+    for (uint64_t bytes : {uint64_t(8), uint64_t(1) << 16, uint64_t(1) << 30}) {
+      const algo::CostInputs in = layout(hosts, perHost, bytes);
+      EXPECT_FALSE(algo::algoApplies(*hierTree, plan::Coll::AllReduce, in));
+      EXPECT_TRUE(std::isinf(algo::estimateUs(plan::Coll::AllReduce, *hierTree, in)));
+      EXPECT_NE(algo::selectCall(plan::Coll::AllReduce, in, all, {}).algo, *hierTree) << hosts << "x" << perHost;
+    }
+    // Asked for by name, it still runs (its plans are correct everywhere).
+    EXPECT_EQ(algo::selectCall(plan::Coll::AllReduce, layout(hosts, perHost, 8), algo::parseAlgoFilter("hiertree"), {})
+                  .algo, *hierTree);
+  }
+  // 64 hosts of 8 with a NIC per rail: the rail trees' depth beats the rail
+  // rings' 63 hops and their bytes spread over 8 NICs beat the double tree's.
+  bool picked = false;
+  for (uint64_t bytes = 8; bytes <= (uint64_t(1) << 30); bytes *= 4) {
+    const algo::CostInputs in = layout(64, 8, bytes);
+    EXPECT_TRUE(std::isfinite(algo::estimateUs(plan::Coll::AllReduce, *hierTree, in)));
+    picked |= algo::selectCall(plan::Coll::AllReduce, in, all, {}).algo == *hierTree;
+  }
+  EXPECT_TRUE(picked);
+  EXPECT_FALSE(algo::algoSupports(*hierTree, plan::Coll::AllGather));
 }
 
 }  // namespace

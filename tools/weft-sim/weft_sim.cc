@@ -4,14 +4,16 @@
 // through the flow model (src/sim/flow_model.h) and prints nccl-tests-style
 // lines per size and algorithm, marking the selector's choice.
 //
-//   weft-sim --hosts 4 --ranks-per-host 8 [--layout 3,1,...] --coll allreduce
-//            [-b 8] [-e 1G] [-f 4] [--intra-gbs 100] [--intra-lat-us 1]
-//            [--nic-gbs 12.5] [--net-lat-us 5] [--nics-per-host 1]
-//            [--step-us 0] [--algos ring,tree,hier]
+//   weft-sim --topo cluster.json | --hosts 4 --ranks-per-host 8 | --layout 3,1,...
+//            [--coll allreduce] [-b 8] [-e 1G] [-f 4] [--intra-gbs 100] [--intra-lat-us 1]
+//            [--nic-gbs 12.5] [--net-lat-us 5] [--nics-per-host 1] [--step-us 0]
+//            [--calibration weft-tune.conf] [--algos ring,tree,hier] [--write-tune FILE]
 //
-// Exit status: 0 done, 2 bad usage.
+// Exit status: 0 done, 2 bad usage or input.
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -19,20 +21,25 @@
 #include "algorithms/collectives.h"
 #include "algorithms/registry.h"
 #include "algorithms/selector.h"
+#include "src/core/tune_file.h"
 #include "src/sim/flow_model.h"
+#include "src/sim/topo_cluster.h"
 #include "src/util/error.h"
 
 using namespace weft;
 
 namespace {
 
-// The most steps one simulated call may have in all (memory: ~100 bytes each).
+// The most steps one simulated call may have in all (memory: kBytesPerStep each).
 constexpr size_t kMaxSteps = size_t(16) << 20;
 
 struct Options {
+  std::string topoFile, calibration, writeTune;
   std::vector<int> layout;  // ranks per host
   plan::Coll coll = plan::Coll::AllReduce;
   uint64_t minBytes = 8, maxBytes = uint64_t(1) << 30, factor = 4;
+  sim::SimpleCluster simple;  // the command line's cluster, and what the cost model sees
+  bool stepGiven = false;
   sim::Cluster cluster;
   std::string algos;  // empty: every algorithm that implements the collective
 };
@@ -40,9 +47,10 @@ struct Options {
 int usage(const char* why) {
   std::fprintf(stderr,
                "weft-sim: %s\n"
-               "usage: weft-sim --hosts H --ranks-per-host L | --layout L0,L1,... --coll C [-b MIN] [-e MAX] [-f F]\n"
-               "       [--intra-gbs G] [--intra-lat-us U] [--nic-gbs G] [--net-lat-us U] [--nics-per-host K]\n"
-               "       [--step-us U] [--algos a,b]\n",
+               "usage: weft-sim --topo FILE | --hosts H --ranks-per-host L | --layout L0,L1,...\n"
+               "       [--coll C] [-b MIN] [-e MAX] [-f F] [--intra-gbs G] [--intra-lat-us U] [--nic-gbs G]\n"
+               "       [--net-lat-us U] [--nics-per-host K] [--step-us U] [--calibration TUNEFILE]\n"
+               "       [--algos a,b] [--write-tune FILE]\n",
                why);
   return 2;
 }
@@ -64,7 +72,8 @@ std::vector<int> parseList(const std::string& v) {
   return out;
 }
 
-// Every rank's plan of one call of `a` with `count` elements.
+// Every rank's plan of one call of `a` with `count` elements; refused before
+// it is built when the model would need more than kMaxSteps steps.
 std::vector<plan::Plan> plansFor(const Options& o, algo::AlgoId a, uint64_t count, const algo::CallShape& shape) {
   algo::CollArgs args;
   args.coll = o.coll;
@@ -73,17 +82,30 @@ std::vector<plan::Plan> plansFor(const Options& o, algo::AlgoId a, uint64_t coun
   args.nChannels = shape.nChannels;
   args.geometry.slotBytes = shape.sliceBytes;
   args.hostOf = o.cluster.hostOf;
+  args.rank = 0;
+  const size_t perRank = algo::algoInfo(a).build(args).stepCount();
+  if (perRank * size_t(args.nranks) > kMaxSteps)
+    raise(weftInvalidArgument, "%s of %llu elements on %d ranks needs about %zu steps (~%zu MB of model state, more "
+          "than the %zu MB allowed); use fewer ranks or a smaller -e", algo::algoName(a), (unsigned long long)count,
+          args.nranks, perRank * size_t(args.nranks), perRank * size_t(args.nranks) * sim::kBytesPerStep >> 20,
+          kMaxSteps * sim::kBytesPerStep >> 20);
+  // Large calls are announced before they run (about 2 us of CPU per step
+  // on the 2-core development machine, loaded).
+  const size_t estimate = perRank * size_t(args.nranks);
+  if (estimate > (size_t(2) << 20))
+    std::fprintf(stderr, "weft-sim: %s of %llu elements on %d ranks: about %zu steps, ~%zu s and ~%zu MB\n",
+                 algo::algoName(a), (unsigned long long)count, args.nranks, estimate, estimate * 2 / 1000000,
+                 estimate * sim::kBytesPerStep >> 20);
   std::vector<plan::Plan> plans;
   size_t steps = 0;
   for (int r = 0; r < args.nranks; r++) {
     args.rank = r;
     plans.push_back(algo::algoInfo(a).build(args));
     steps += plans.back().stepCount();
-    // The model keeps about 100 bytes per step: say so before memory runs out.
     if (steps > kMaxSteps)
       raise(weftInvalidArgument, "%s of %llu elements on %d ranks needs more than %zu steps (~%zu MB); use fewer "
             "ranks or a smaller -e", algo::algoName(a), (unsigned long long)count, args.nranks, kMaxSteps,
-            kMaxSteps * 100 >> 20);
+            kMaxSteps * sim::kBytesPerStep >> 20);
   }
   return plans;
 }
@@ -93,10 +115,25 @@ algo::CostInputs costInputs(const Options& o, uint64_t bytes) {
   in.nranks = int(o.cluster.hostOf.size());
   in.nHosts = int(o.layout.size());
   in.bytes = bytes;
-  in.intra = {o.cluster.intraLatUs, o.cluster.intraGBs};
-  in.inter = {o.cluster.netLatUs, o.cluster.nicGBs};
-  in.nicsPerHost = o.cluster.nicsPerHost;
+  in.intra = {o.simple.intraLatUs, o.simple.intraGBs};
+  in.inter = {o.simple.netLatUs, o.simple.nicGBs};
+  in.nicsPerHost = o.simple.nicsPerHost;
   return in;
+}
+
+// The simulated AllReduce curves as a tune file: communicators of this shape
+// then follow the simulator's ranking (the cost model reads measured curves
+// where they match the communicator).
+void writeTune(const Options& o, const std::map<int, algo::MeasuredCurve>& curves) {
+  algo::CostInputs in = costInputs(o, 0);
+  in.measuredRanks = in.nranks;
+  in.measuredHosts = in.nHosts;
+  for (const auto& [a, c] : curves) in.calibration(algo::AlgoId(a)).measured = c;
+  std::ostringstream why;
+  why << "written by weft-sim from simulated AllReduce times: " << in.nranks << " ranks on " << in.nHosts << " hosts"
+      << (o.topoFile.empty() ? "" : ", topology " + o.topoFile);
+  saveTuneFile(o.writeTune, in, why.str());
+  std::printf("# wrote %s\n", o.writeTune.c_str());
 }
 
 void sweep(const Options& o) {
@@ -104,11 +141,13 @@ void sweep(const Options& o) {
   const plan::CollInfo& info = plan::collInfo(o.coll);
   algo::AlgoFilter filter = o.algos.empty() ? algo::AlgoFilter{} : algo::parseAlgoFilter(o.algos);
   plan::FifoGeometry g;  // the communicator's defaults
-  std::printf("# weft-sim %s: %d ranks on %zu hosts, intra %.1f GB/s %.1f us, NIC %.2f GB/s %.1f us x %d per host\n",
-              info.name, n, o.layout.size(), o.cluster.intraGBs, o.cluster.intraLatUs, o.cluster.nicGBs,
-              o.cluster.netLatUs, o.cluster.nicsPerHost);
+  std::printf("# weft-sim %s: %d ranks on %zu hosts, intra %.1f GB/s %.1f us, NIC %.2f GB/s %.1f us x %d per host, "
+              "step %.2f us%s%s\n", info.name, n, o.layout.size(), o.simple.intraGBs, o.simple.intraLatUs,
+              o.simple.nicGBs, o.simple.netLatUs, o.simple.nicsPerHost, o.cluster.stepOverheadUs,
+              o.topoFile.empty() ? "" : ", topology ", o.topoFile.c_str());
   std::printf("#%12s %12s %6s %12s %8s %8s %5s %10s  %s\n", "size(B)", "count", "type", "time(us)", "algbw", "busbw",
               "ch", "slice", "algorithm");
+  std::map<int, algo::MeasuredCurve> curves;
   for (uint64_t bytes = o.minBytes; bytes <= o.maxBytes; bytes *= o.factor) {
     const algo::CostInputs in = costInputs(o, bytes);
     const algo::CallChoice pick = algo::selectCall(o.coll, in, filter, g);
@@ -118,21 +157,47 @@ void sweep(const Options& o) {
     for (int i = 0; i < algo::algoCount(); i++) {
       const algo::AlgoId a = algo::AlgoId(i);
       if (!algo::algoSupports(a, o.coll) || !filter.allows(o.coll, a)) continue;
+      // Infinite cost: the algorithm does not run on this layout (oneshot across hosts).
+      if (!std::isfinite(algo::estimateUs(o.coll, a, in))) continue;
       const algo::CallShape shape = algo::shapeCall(o.coll, a, in, g);
-      const sim::RunStats st = sim::simulate(plansFor(o, a, count, shape), o.cluster);
+      sim::RunStats st;
+      try {
+        st = sim::simulate(plansFor(o, a, count, shape), o.cluster);
+      } catch (const Error& e) {  // too large to simulate: say so, and go on with the others
+        std::printf("# %llu B %s: not simulated: %s\n", (unsigned long long)bytes, algo::algoName(a), e.what());
+        if (!o.writeTune.empty()) throw;
+        continue;
+      }
       const double algbw = st.us > 0 ? double(bytes) / st.us / 1e3 : 0;
       std::printf(" %12llu %12llu %6s %12.2f %8.3f %8.3f %5d %10llu  %s%s\n", (unsigned long long)bytes,
                   (unsigned long long)count, "float", st.us, algbw, algbw * info.busFactor(n), shape.nChannels,
                   (unsigned long long)shape.sliceBytes, algo::algoName(a), a == pick.algo ? " (selector)" : "");
+      std::fflush(stdout);
+      if (o.coll == plan::Coll::AllReduce && st.us > 0 && !curves[i].add(double(bytes), st.us))
+        raise(weftInvalidArgument, "--write-tune: a tune file holds at most %d sizes per algorithm",
+              algo::kMaxMeasuredPoints);
     }
     if (o.factor < 2) break;
   }
+  if (!o.writeTune.empty()) {
+    if (o.coll != plan::Coll::AllReduce) raise(weftInvalidArgument, "--write-tune: tune files hold AllReduce curves");
+    writeTune(o, curves);
+  }
 }
 
-}  // namespace
+// A weft-tune file's per-hop latency of shared memory is what one step
+// costs the executors on that machine: the per-step overhead.
+void applyCalibration(Options& o) {
+  algo::CostInputs in;
+  in.intra.latencyUs = -1;
+  loadTuneFile(o.calibration, &in);
+  if (in.intra.latencyUs < 0)
+    raise(weftInvalidArgument, "--calibration %s: no shm_latency_us to take the per-step overhead from",
+          o.calibration.c_str());
+  if (!o.stepGiven) o.cluster.stepOverheadUs = o.simple.stepOverheadUs = in.intra.latencyUs;
+}
 
-int main(int argc, char** argv) {
-  Options o;
+int parseArgs(int argc, char** argv, Options& o) {
   int hosts = 0, perHost = 0;
   for (int i = 1; i < argc; i++) {
     const std::string k = argv[i];
@@ -141,6 +206,7 @@ int main(int argc, char** argv) {
     if (k == "--hosts") hosts = std::atoi(v.c_str());
     else if (k == "--ranks-per-host") perHost = std::atoi(v.c_str());
     else if (k == "--layout") o.layout = parseList(v);
+    else if (k == "--topo") o.topoFile = v;
     else if (k == "--coll") {
       std::optional<plan::Coll> c = plan::parseColl(v);
       if (!c || plan::collInfo(*c).fixedPlan) return usage("--coll: allreduce, reducescatter, allgather, broadcast, reduce");
@@ -148,27 +214,49 @@ int main(int argc, char** argv) {
     } else if (k == "-b") o.minBytes = parseSize(v);
     else if (k == "-e") o.maxBytes = parseSize(v);
     else if (k == "-f") o.factor = parseSize(v);
-    else if (k == "--intra-gbs") o.cluster.intraGBs = std::atof(v.c_str());
-    else if (k == "--intra-lat-us") o.cluster.intraLatUs = std::atof(v.c_str());
-    else if (k == "--nic-gbs") o.cluster.nicGBs = std::atof(v.c_str());
-    else if (k == "--net-lat-us") o.cluster.netLatUs = std::atof(v.c_str());
-    else if (k == "--nics-per-host") o.cluster.nicsPerHost = std::atoi(v.c_str());
-    else if (k == "--step-us") o.cluster.stepOverheadUs = std::atof(v.c_str());
+    else if (k == "--intra-gbs") o.simple.intraGBs = std::atof(v.c_str());
+    else if (k == "--intra-lat-us") o.simple.intraLatUs = std::atof(v.c_str());
+    else if (k == "--nic-gbs") o.simple.nicGBs = std::atof(v.c_str());
+    else if (k == "--net-lat-us") o.simple.netLatUs = std::atof(v.c_str());
+    else if (k == "--nics-per-host") o.simple.nicsPerHost = std::atoi(v.c_str());
+    else if (k == "--step-us") o.simple.stepOverheadUs = std::atof(v.c_str()), o.stepGiven = true;
+    else if (k == "--calibration") o.calibration = v;
     else if (k == "--algos") o.algos = v;
+    else if (k == "--write-tune") o.writeTune = v;
     else return usage(("unknown option " + k).c_str());
   }
+  if (!o.topoFile.empty()) return 0;
   if (o.layout.empty() && hosts > 0 && perHost > 0) o.layout.assign(size_t(hosts), perHost);
-  if (o.layout.empty()) return usage("give --hosts and --ranks-per-host, or --layout");
-  for (size_t h = 0; h < o.layout.size(); h++) {
+  if (o.layout.empty()) return usage("give --topo, --hosts and --ranks-per-host, or --layout");
+  for (size_t h = 0; h < o.layout.size(); h++)
     if (o.layout[h] < 1) return usage("every host needs at least one rank");
-    o.cluster.hostOf.insert(o.cluster.hostOf.end(), size_t(o.layout[h]), int(h));
-  }
-  if (o.minBytes < 4 || o.factor < 1 || o.cluster.nicsPerHost < 1) return usage("sizes from 4 bytes, factor >= 1, NICs >= 1");
-  if (!(o.cluster.intraGBs > 0)) return usage("--intra-gbs must be above 0");
-  if (!(o.cluster.nicGBs > 0)) return usage("--nic-gbs must be above 0");
-  if (o.cluster.intraLatUs < 0 || o.cluster.netLatUs < 0 || o.cluster.stepOverheadUs < 0)
+  o.simple.layout = o.layout;
+  if (o.simple.nicsPerHost < 1) return usage("--nics-per-host must be at least 1");
+  if (!(o.simple.intraGBs > 0)) return usage("--intra-gbs must be above 0");
+  if (!(o.simple.nicGBs > 0)) return usage("--nic-gbs must be above 0");
+  if (o.simple.intraLatUs < 0 || o.simple.netLatUs < 0 || o.simple.stepOverheadUs < 0)
     return usage("latencies and --step-us must not be negative");
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  if (int rc = parseArgs(argc, argv, o)) return rc;
+  if (o.minBytes < 4 || o.factor < 1) return usage("sizes from 4 bytes, factor >= 1");
   try {
+    if (!o.topoFile.empty()) {
+      const double stepUs = o.simple.stepOverheadUs;  // the command line's wins over the file's
+      sim::TopoCluster t = sim::loadTopoCluster(o.topoFile);
+      o.cluster = std::move(t.cluster);
+      o.simple = t.summary;
+      o.layout = t.layout;
+      if (o.stepGiven) o.cluster.stepOverheadUs = o.simple.stepOverheadUs = stepUs;
+    } else {
+      o.cluster = sim::buildCluster(o.simple);
+    }
+    if (!o.calibration.empty()) applyCalibration(o);
     sweep(o);
   } catch (const Error& e) {
     std::fprintf(stderr, "weft-sim: %s\n", e.what());

@@ -1,0 +1,58 @@
+// weft-sim's cluster: the directed links a transfer can cross, each with a
+// bandwidth and a per-hop latency, and the route between any two ranks.
+//
+// Inside a host a transfer crosses the sender's link out and the receiver's
+// link in (NVLink, shared memory: each rank has its own). Across hosts it
+// crosses the sending NIC's link up to its switch, the switches' links on
+// the fewest-hops route between the two switches (a top-of-rack uplink to a
+// spine carries every flow between its rack and the others: oversubscription
+// is that link's bandwidth), and the receiving NIC's link down. NICs without
+// a switch are joined directly (each NIC's up and down link only).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace weft::sim {
+
+struct Cluster {
+  std::vector<int> hostOf;  // per rank: its host index (0..hosts-1)
+  // Directed links.
+  std::vector<double> linkGBs;    // bandwidth, GB/s (1 GB/s = 1000 bytes per us)
+  std::vector<double> linkLatUs;  // latency a transfer pays for crossing it
+  std::vector<std::string> linkName;
+  std::vector<int> rankOut, rankIn;  // per rank: its own links inside the host
+  std::vector<int> rankNic;          // per rank: the NIC its network traffic uses
+  std::vector<int> nicUp, nicDown;   // per NIC: NIC -> fabric, fabric -> NIC
+  std::vector<int> nicHost;          // per NIC: its host
+  std::vector<int> nicSwitch;        // per NIC: its switch, -1 when NICs are joined directly
+  int nSwitches = 0;
+  // switchRoute[a * nSwitches + b]: the links from switch a to switch b.
+  std::vector<std::vector<int>> switchRoute;
+  double stepOverheadUs = 0;  // per step a rank runs (executor hand-off)
+
+  int addLink(double gbs, double latUs, std::string name);
+  // Appends the links a transfer from rank a to rank b crosses.
+  void route(int a, int b, std::vector<int>* links) const;
+  int hosts() const;
+};
+
+// H hosts of layout[h] ranks, each rank with its own intra link, K NICs per
+// host (rank -> NIC by local index mod K) joined directly: the command
+// line's cluster.
+struct SimpleCluster {
+  std::vector<int> layout;
+  double intraGBs = 100, intraLatUs = 1;
+  double nicGBs = 12.5, netLatUs = 5;
+  int nicsPerHost = 1;
+  double stepOverheadUs = 0;
+};
+Cluster buildCluster(const SimpleCluster& s);
+
+// Checks that every link has a bandwidth above 0, every route exists and
+// the per-rank tables have one entry per rank; throws weftInvalidArgument
+// naming the problem.
+void validate(const Cluster& c);
+
+}  // namespace weft::sim

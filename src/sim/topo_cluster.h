@@ -1,0 +1,44 @@
+// A weft topology file (docs/topology.md) as weft-sim's cluster. The file's
+// hosts, GPUs, NICs (speed_gbps, their net links) and network switches
+// (switch-to-switch links: a top-of-rack switch's uplink to a spine; its
+// bandwidth below the sum of the NICs beneath it is the oversubscription)
+// give the links; an optional top-level "simulation" member gives what a
+// topology file does not say:
+//
+//   "simulation": {
+//     "ranks_per_host": 8,          // or one count per host; default: GPUs per host
+//     "step_us": 2,                 // per-step overhead (executor hand-off)
+//     "intra_gbs": 6,               // a rank's link inside its host (default: its GPU's
+//                                   // NVLink, else PCI link; required for hosts without GPUs)
+//     "intra_latency_us": 0.6,      // default: the GPU link's latency class
+//     "net_hop_latency_us": 1.5,    // per network link crossed (default: its latency class)
+//     "degraded": [{"host": "node7", "fraction": 0.3, "latency_us": 20}]
+//                                   // NICs of that host ("*": all) at a fraction of their
+//                                   // speed, plus latency: RoCE falling back to TCP
+//   }
+//
+// Errors name the field: unknown members, a host whose NICs reach no switch
+// or not the others, zero bandwidth, more ranks than GPUs.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "src/sim/cluster.h"
+
+namespace weft::sim {
+
+struct TopoCluster {
+  Cluster cluster;
+  std::vector<int> layout;  // ranks per host
+  std::vector<std::string> hostNames;
+  // What the cost model sees (CostInputs): the slowest rank link inside a
+  // host, the slowest NIC, the fewest NICs per host, and latencies.
+  SimpleCluster summary;
+};
+
+TopoCluster topoClusterFromString(const std::string& text);
+// Errors carry the path.
+TopoCluster loadTopoCluster(const std::string& path);
+
+}  // namespace weft::sim
