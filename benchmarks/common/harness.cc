@@ -152,7 +152,10 @@ class AlignedBuffer {
     std::memset(data_, 0, bytes_);  // fault the pages in before timing
   }
   ~AlignedBuffer() {
-    if (!comm_) return std::free(data_);
+    if (!comm_) {
+      std::free(data_);
+      return;
+    }
     weftCommDeregister(comm_, handle_);
     weftMemFree(data_);
   }
