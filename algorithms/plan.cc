@@ -82,6 +82,22 @@ Step copy(Buf src, uint64_t srcOff, Buf dst, uint64_t dstOff, uint64_t count, ui
   return s;
 }
 
+Step direct(int a, int b, Buf src, uint64_t srcOff, int dstRank, Buf dst, uint64_t dstOff, uint64_t count,
+            uint8_t flags) {
+  Step s = copy(src, srcOff, dst, dstOff, count, flags);
+  s.kind = StepKind::Direct;
+  s.srcRank[0] = a;
+  s.srcRank[1] = b;
+  s.dstRank = dstRank;
+  return s;
+}
+
+Step barrier() {
+  Step s;
+  s.kind = StepKind::Barrier;
+  return s;
+}
+
 size_t Plan::stepCount() const {
   size_t n = 0;
   for (const auto& c : channels) n += c.steps.size();
@@ -100,6 +116,17 @@ static const char* bufName(Buf b) {
 
 std::string describe(const Step& s) {
   std::ostringstream o;
+  if (s.kind == StepKind::Barrier) return "barrier";
+  if (s.kind == StepKind::Direct) {
+    o << "direct " << bufName(s.dst) << "@" << s.dstRank << "+" << s.dstOff << " = ";
+    if (s.srcRank[0] < 0) o << "itself";
+    else o << bufName(s.src) << "@" << s.srcRank[0] << "+" << s.srcOff;
+    if (s.srcRank[1] >= 0) o << " op " << bufName(s.src) << "@" << s.srcRank[1] << "+" << s.srcOff;
+    o << " count=" << s.count;
+    if (s.flags & kPreOp) o << " pre";
+    if (s.flags & kPostOp) o << " post";
+    return o.str();
+  }
   o << "recv{";
   for (int i = 0; i < s.nRecv; i++) o << (i ? "," : "") << s.recvPeer[i];
   o << "} src=" << bufName(s.src) << "+" << s.srcOff << " -> dst=" << bufName(s.dst) << "+" << s.dstOff

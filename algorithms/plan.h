@@ -52,6 +52,21 @@ enum class Wire : uint8_t { Native, Bf16, Fp16 };
 uint32_t wireElemSize(Wire w, uint32_t elemSize);
 const char* wireName(Wire w);
 
+// What a step does. Fifo: the generic step above. The other two run only
+// between ranks of one host whose buffers every rank can address
+// (registered buffers, algorithms/direct.h), and use no FIFO:
+//   Direct : the destination range of rank dstRank's `dst` buffer becomes
+//            in0 OP in1, where in0 is rank srcRank[0]'s `src` range (pre-
+//            scaled under kPreOp), or the destination range itself when
+//            srcRank[0] < 0 (accumulate); in1 is rank srcRank[1]'s `src`
+//            range (pre-scaled under kPreOp), or nothing (in0 copied) when
+//            srcRank[1] < 0. srcOff/dstOff/count as for Fifo steps.
+//   Barrier: waits until every rank has reached the same barrier of the
+//            call (the n-th Barrier step of each plan), so that no rank reads
+//            a peer's input before it is there, or returns (and reuses its
+//            buffers) while a peer still reads or writes them.
+enum class StepKind : uint8_t { Fifo, Direct, Barrier };
+
 enum StepFlags : uint8_t {
   kPreOp = 1,   // apply the op's pre-scaling (PreMulSum) to the local input
   kPostOp = 2,  // apply the op's finalisation (Avg: divide by nranks) to the result
@@ -72,6 +87,9 @@ struct Step {
   uint64_t srcOff = 0;        // in elements
   uint64_t dstOff = 0;
   uint64_t count = 0;         // elements moved by this step
+  StepKind kind = StepKind::Fifo;
+  int32_t srcRank[2] = {-1, -1};  // Direct only (see StepKind)
+  int32_t dstRank = -1;           // Direct only
 
   bool operator==(const Step&) const = default;
 };
@@ -92,6 +110,10 @@ Step recvReduceCopySend(int prev, int next, Buf src, uint64_t srcOff, Buf dst, u
 Step recvCopySend(int prev, int next, Buf dst, uint64_t dstOff, uint64_t count, uint8_t conn = 0);
 // dst = post(pre(src)) locally
 Step copy(Buf src, uint64_t srcOff, Buf dst, uint64_t dstOff, uint64_t count, uint8_t flags = 0);
+// Direct: dst@dstRank = in(a) OP in(b) (StepKind); a < 0 accumulates, b < 0 copies.
+Step direct(int a, int b, Buf src, uint64_t srcOff, int dstRank, Buf dst, uint64_t dstOff, uint64_t count,
+            uint8_t flags = 0);
+Step barrier();
 
 struct ChannelPlan {
   std::vector<Step> steps;

@@ -1,4 +1,5 @@
 #include "algorithms/verify.h"
+#include "algorithms/verify_region.h"
 
 #include <algorithm>
 #include <deque>
@@ -16,179 +17,7 @@ using plan::Step;
 
 namespace {
 
-// Defects a value picked up on its way; any of them makes it wrong.
-enum BadBits : uint8_t {
-  kDup = 1,         // a rank's symbol reduced in twice
-  kMixed = 2,       // symbols of different indices or binds reduced together
-  kPreTwice = 4,    // pre-processing applied again to pre-processed data
-  kAfterPost = 8,   // post-processed data reduced further
-  kPostTwice = 16,  // post-processing applied twice
-};
-
-// The symbolic value of one element at position x: the reduction over
-// `ranks` of Send[x + delta] of binding `bind`.
-struct Sym {
-  bool init = false;
-  uint8_t post = 0;
-  uint8_t bad = 0;
-  uint16_t bind = 0;
-  int64_t delta = 0;
-  RankSet ranks, pre;
-  bool operator==(const Sym&) const = default;
-};
-
-Sym shifted(Sym s, int64_t by) {
-  s.delta += by;
-  return s;
-}
-
-std::string describeSym(const Sym& s) {
-  if (!s.init) return "uninitialised";
-  std::ostringstream o;
-  o << "{";
-  int shown = 0, total = int(s.ranks.count());
-  for (int r = 0; r < kMaxRanks && shown < 6; r++)
-    if (s.ranks[r]) o << (shown++ ? "," : "") << r;
-  if (total > shown) o << ",...(" << total << " ranks)";
-  o << "} bind " << s.bind << " at +" << s.delta << " pre " << s.pre.count() << " post " << int(s.post);
-  if (s.bad & kDup) o << " DUPLICATE";
-  if (s.bad & kMixed) o << " MIXED-INDEX";
-  if (s.bad & kPreTwice) o << " PRE-TWICE";
-  if (s.bad & kAfterPost) o << " REDUCED-AFTER-POST";
-  if (s.bad & kPostTwice) o << " POST-TWICE";
-  return o.str();
-}
-
-// A run of `len` elements; in a Run list the delta is relative to the
-// element's index in the list.
-struct Run {
-  uint64_t len;
-  Sym sym;
-};
-using Runs = std::vector<Run>;
-
-Sym combine(const Sym& a, const Sym& b) {
-  Sym r;
-  r.init = a.init && b.init;
-  if (!r.init) return r;
-  r.bad = a.bad | b.bad;
-  if ((a.ranks & b.ranks).any()) r.bad |= kDup;
-  if (a.delta != b.delta || a.bind != b.bind) r.bad |= kMixed;
-  if (a.post || b.post) r.bad |= kAfterPost;
-  r.bind = a.bind;
-  r.delta = a.delta;
-  r.ranks = a.ranks | b.ranks;
-  r.pre = a.pre | b.pre;
-  return r;
-}
-
-Runs combine(const Runs& a, const Runs& b) {
-  Runs out;
-  size_t i = 0, j = 0;
-  uint64_t ui = 0, uj = 0;  // elements of a[i], b[j] already used
-  // Both lists start at the same element, so their deltas compare directly.
-  while (i < a.size() && j < b.size()) {
-    uint64_t len = std::min(a[i].len - ui, b[j].len - uj);
-    out.push_back({len, combine(a[i].sym, b[j].sym)});
-    ui += len;
-    uj += len;
-    if (ui == a[i].len) i++, ui = 0;
-    if (uj == b[j].len) j++, uj = 0;
-  }
-  return out;
-}
-
-// One buffer as an interval map from start position to (end, value); the
-// intervals always tile [0, size).
-class Region {
- public:
-  explicit Region(uint64_t size) : size_(size) {
-    if (size) segs_[0] = {size, Sym{}};
-  }
-  uint64_t size() const { return size_; }
-
-  void fill(uint64_t off, uint64_t len, const Sym& s) { write(off, Runs{{len, shifted(s, int64_t(off))}}); }
-
-  // Values of [off, off+len) with deltas relative to off.
-  Runs read(uint64_t off, uint64_t len) const {
-    Runs out;
-    if (len == 0) return out;
-    auto it = std::prev(segs_.upper_bound(off));
-    uint64_t pos = off, end = off + len;
-    while (pos < end) {
-      uint64_t segEnd = std::min(it->second.end, end);
-      out.push_back({segEnd - pos, shifted(it->second.sym, int64_t(off))});
-      pos = segEnd;
-      ++it;
-    }
-    return out;
-  }
-
-  // Writes runs (deltas relative to off) to [off, off+total).
-  void write(uint64_t off, const Runs& runs) {
-    uint64_t len = 0;
-    for (const auto& r : runs) len += r.len;
-    if (len == 0) return;
-    split(off);
-    split(off + len);
-    segs_.erase(segs_.lower_bound(off), segs_.lower_bound(off + len));
-    uint64_t pos = off;
-    for (const auto& r : runs) {
-      segs_[pos] = {pos + r.len, shifted(r.sym, -int64_t(off))};
-      pos += r.len;
-    }
-    mergeFrom(off, off + len);
-  }
-
-  template <typename F>
-  void forEach(uint64_t off, uint64_t len, F f) const {
-    if (len == 0) return;
-    auto it = std::prev(segs_.upper_bound(off));
-    uint64_t pos = off, end = off + len;
-    while (pos < end) {
-      uint64_t segEnd = std::min(it->second.end, end);
-      f(pos, segEnd, it->second.sym);
-      pos = segEnd;
-      ++it;
-    }
-  }
-
- private:
-  struct Seg {
-    uint64_t end;
-    Sym sym;
-  };
-
-  void split(uint64_t x) {
-    if (x == 0 || x >= size_) return;
-    auto it = std::prev(segs_.upper_bound(x));
-    if (it->first == x) return;
-    Seg tail = {it->second.end, it->second.sym};
-    it->second.end = x;
-    segs_[x] = tail;
-  }
-
-  // Joins equal neighbours around the written range, so that a buffer filled
-  // piece by piece stays one interval.
-  void mergeFrom(uint64_t from, uint64_t to) {
-    auto it = segs_.upper_bound(from);
-    if (it != segs_.begin()) --it;
-    if (it != segs_.begin()) --it;
-    while (it != segs_.end() && it->first <= to) {
-      auto next = std::next(it);
-      if (next == segs_.end()) break;
-      if (it->second.end == next->first && it->second.sym == next->second.sym) {
-        it->second.end = next->second.end;
-        segs_.erase(next);
-      } else {
-        it = next;
-      }
-    }
-  }
-
-  uint64_t size_;
-  std::map<uint64_t, Seg> segs_;
-};
+using namespace detail;
 
 struct Piece {
   uint64_t len;
@@ -347,11 +176,16 @@ class Simulator {
               (d == 0 ? recvTotal_ : sendTotal_)[f] += s.count;
             }
           }
+          const int srcR = directRank(s, r, true), dstR = directRank(s, r, false);
+          if (srcR < 0 || srcR >= n_ || dstR < 0 || dstR >= n_) {
+            bad(IssueKind::BadStep, "direct step names no valid rank");
+            continue;
+          }
           for (int io = 0; io < 2; io++) {
             Buf b = io == 0 ? s.src : s.dst;
             uint64_t off = io == 0 ? s.srcOff : s.dstOff;
             if (b == Buf::None) continue;
-            const View* v = view(r, b, s.bind);
+            const View* v = view(io == 0 ? srcR : dstR, b, s.bind);
             if (!v) {
               bad(IssueKind::BadStep, "bind " + std::to_string(s.bind) + " has no buffers");
               continue;
@@ -401,6 +235,7 @@ class Simulator {
   // What blocks (rank, channel) now, or "" when it can move a piece.
   std::string blocker(int r, size_t c, FifoKey* waitedFifo) {
     const Step& s = p_.plans[r].channels[c].steps[cur_[r][c].step];
+    if (s.kind == plan::StepKind::Barrier && !barrierOpen(r)) return "waits at barrier " + std::to_string(passed_[r]);
     for (int k = 0; k < s.nRecv; k++) {
       FifoKey f{s.recvPeer[k], r, s.conn};
       if (fifo(f).empty()) {
@@ -416,13 +251,77 @@ class Simulator {
     return "";
   }
 
+  // The rank whose source (or destination) buffer a step uses: r itself
+  // for FIFO steps; a Direct step names it (-1 when it names none).
+  static int directRank(const Step& s, int r, bool source) {
+    if (s.kind != plan::StepKind::Direct) return r;
+    if (!source) return s.dstRank;
+    return s.srcRank[0] >= 0 ? s.srcRank[0] : s.srcRank[1];
+  }
+
+  // Rank r, at its next barrier, may pass once every rank has reached it.
+  bool barrierOpen(int r) {
+    const uint64_t b = passed_[r];
+    if (arrived_.size() <= b) arrived_.resize(b + 1);
+    if (!at_[r]) {
+      at_[r] = true;
+      arrived_[b]++;
+    }
+    return arrived_[b] >= uint64_t(n_);
+  }
+
+  Runs readDirect(int rank, Buf b, uint16_t bind, uint64_t off, uint64_t len, bool pre, const std::string& at) {
+    const View* v = view(rank, b, bind);
+    Runs runs = v->region->read(v->base + off, len);
+    for (auto& run : runs) {
+      if (!run.sym.init) {
+        issue(IssueKind::Uninitialised, at + ": reads a buffer of rank " + std::to_string(rank) + " nothing wrote");
+        break;
+      }
+      if (!pre) continue;
+      if (run.sym.pre.any()) run.sym.bad |= kPreTwice;
+      run.sym.pre = run.sym.ranks;
+    }
+    return runs;
+  }
+
+  // A Direct step moves its whole range at once: it reads peers' buffers
+  // as they stand, which the plan's barriers make safe.
+  void runDirect(int r, size_t c, const Step& s) {
+    const std::string at = where(r, c, cur_[r][c].step, s);
+    const bool pre = s.flags & plan::kPreOp;
+    Runs acc = s.srcRank[0] >= 0 ? readDirect(s.srcRank[0], s.src, s.bind, s.srcOff, s.count, pre, at)
+                                 : readDirect(s.dstRank, s.dst, s.bind, s.dstOff, s.count, false, at);
+    if (s.srcRank[1] >= 0) acc = combine(acc, readDirect(s.srcRank[1], s.src, s.bind, s.srcOff, s.count, pre, at));
+    if (s.flags & plan::kPostOp)
+      for (auto& run : acc) {
+        if (run.sym.post) run.sym.bad |= kPostTwice;
+        run.sym.post = 1;
+      }
+    const View* v = view(s.dstRank, s.dst, s.bind);
+    v->region->write(v->base + s.dstOff, acc);
+    res_.piecesMoved++;
+  }
+
   // Moves one piece of (rank, channel) if it can; false when blocked or done.
   bool advance(int r, size_t c) {
     const auto& steps = p_.plans[r].channels[c].steps;
     Cursor& cu = cur_[r][c];
     if (cu.step >= steps.size()) return false;
     const Step& s = steps[cu.step];
+    if (s.kind == plan::StepKind::Barrier) {
+      if (!barrierOpen(r)) return false;
+      at_[r] = false;
+      passed_[r]++;
+      cu.step++;
+      return true;
+    }
     if (s.count == 0) {
+      cu.step++;
+      return true;
+    }
+    if (s.kind == plan::StepKind::Direct) {
+      runDirect(r, c, s);
       cu.step++;
       return true;
     }
@@ -486,6 +385,8 @@ class Simulator {
 
   void simulate() {
     cur_.resize(n_);
+    passed_.assign(size_t(n_), 0);
+    at_.assign(size_t(n_), false);
     for (int r = 0; r < n_; r++) cur_[r].resize(p_.plans[r].channels.size());
     for (;;) {
       bool progress = false, unfinished = false;
@@ -583,6 +484,8 @@ class Simulator {
   std::vector<std::vector<BindViews>> views_;
   View scratchView_;
   std::vector<std::vector<Cursor>> cur_;
+  std::vector<uint64_t> passed_, arrived_;  // barriers: passed per rank, arrivals per barrier
+  std::vector<bool> at_;                    // rank counted at its next barrier
   std::unordered_map<FifoKey, std::deque<Piece>, FifoKeyHash> fifos_;
   std::unordered_map<FifoKey, uint64_t, FifoKeyHash> sendTotal_, recvTotal_;
 };

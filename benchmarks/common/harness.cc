@@ -136,18 +136,37 @@ struct Shared {
 
 class AlignedBuffer {
  public:
-  explicit AlignedBuffer(size_t bytes) : bytes_(std::max<size_t>(bytes, 64)) {
-    data_ = static_cast<char*>(std::aligned_alloc(4096, (bytes_ + 4095) / 4096 * 4096));
+  // registerWith: -R 1, memory peers on the host can map (weftMemAlloc),
+  // registered with that communicator, so calls on it may run single-copy.
+  explicit AlignedBuffer(size_t bytes, weftComm_t registerWith = nullptr)
+      : bytes_(std::max<size_t>(bytes, 64)), comm_(registerWith) {
+    if (comm_) {
+      void* p = nullptr;
+      if (weftMemAlloc(&p, bytes_) != weftSuccess || weftCommRegister(comm_, p, bytes_, &handle_) != weftSuccess)
+        fatal(std::string("-R 1: weftMemAlloc/weftCommRegister failed: ") + weftGetLastError(comm_));
+      data_ = static_cast<char*>(p);
+    } else {
+      data_ = static_cast<char*>(std::aligned_alloc(4096, (bytes_ + 4095) / 4096 * 4096));
+    }
     if (!data_) fatal("out of host memory for " + std::to_string(bytes_) + " bytes");
     std::memset(data_, 0, bytes_);  // fault the pages in before timing
   }
-  ~AlignedBuffer() { std::free(data_); }
+  ~AlignedBuffer() {
+    if (!comm_) {
+      std::free(data_);
+      return;
+    }
+    weftCommDeregister(comm_, handle_);
+    weftMemFree(data_);
+  }
   AlignedBuffer(const AlignedBuffer&) = delete;
   AlignedBuffer& operator=(const AlignedBuffer&) = delete;
   char* data() { return data_; }
 
  private:
   size_t bytes_;
+  weftComm_t comm_;
+  void* handle_ = nullptr;
   char* data_;
 };
 
@@ -169,6 +188,8 @@ class RankRunner {
     printDevices();
     runSweeps();
     if (stream_) weftHostStreamDestroy(stream_);
+    send_.reset();  // registered buffers (-R 1) before their communicator
+    recv_.reset();
     s_.team->barrier();
     if (tid_ == 0) s_.team->setCrossProcess(nullptr);  // the leaders' communicator goes before comm_
     WEFT_BENCH_CALL(weftCommDestroy(comm_), nullptr);
@@ -252,8 +273,9 @@ class RankRunner {
 
   void runSweeps() {
     const std::vector<size_t> sizes = sweepSizes(o_);
-    send_ = std::make_unique<AlignedBuffer>(o_.maxBytes);
-    recv_ = std::make_unique<AlignedBuffer>(o_.maxBytes);
+    weftComm_t reg = o_.localRegister ? comm_ : nullptr;
+    send_ = std::make_unique<AlignedBuffer>(o_.maxBytes, reg);
+    recv_ = std::make_unique<AlignedBuffer>(o_.maxBytes, reg);
     std::vector<BenchOp> ops = usesOp(s_.kind) ? o_.ops : std::vector<BenchOp>{BenchOp::Sum};
     std::vector<int> roots{-1};
     if (isRooted(s_.kind)) {

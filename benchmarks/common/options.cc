@@ -109,7 +109,8 @@ ParseResult parseOptions(int argc, char** argv) {
         else if (arg == "device") o.memory = MemoryKind::Device;
         else return fail("invalid --mem: " + arg + " (host or device)");
         break;
-      case 'G': case 'C': case 'R': case 'u': case 'x': case 'I': case 'K': case 'S': case 'M': case 'D': case 'V':
+      case 'R': if (!(value = intArg(0)) || *value > 2) return fail("invalid -R (local_register 0..2): " + arg); o.localRegister = *value; break;
+      case 'G': case 'C': case 'u': case 'x': case 'I': case 'K': case 'S': case 'M': case 'D': case 'V':
         if (arg != "0") o.ignored.push_back(std::string("-") + static_cast<char>(c) + " " + arg);
         break;
       case 'h': o.help = true; break;
@@ -153,6 +154,7 @@ std::string usageText(const char* program) {
       << "                           bfloat16 f8e4m3 f8e5m2 all (default float)\n"
       << "  -r,--root <rank|all>     root of rooted collectives (default 0)\n"
       << "  -z,--blocking <0..3>     wait for each op (1: and barrier) (default 0)\n"
+      << "  -R,--local_register <0..2> 1, 2: buffers from weftMemAlloc, registered (single-copy on one host)\n"
       << "  -y,--stream_null <0|1>   use no stream: every call blocks (default 0)\n"
       << "  -a,--average <0..3>      time across ranks: 0 rank 0, 1 mean, 2 min, 3 max (default 1)\n"
       << "  -T,--timeout <sec>       fail a test that runs longer (default off)\n"

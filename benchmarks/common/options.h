@@ -31,6 +31,7 @@ struct Options {
   int root = 0;          // -1: every rank in turn ("-r all")
   int blocking = 0;      // -z
   int streamNull = 0;    // -y
+  int localRegister = 0; // -R: 1 (and 2): weftMemAlloc buffers registered with the communicator
   int average = 1;       // -a: 0 rank 0, 1 mean, 2 min, 3 max
   double timeoutSec = 0; // -T: 0 disables
   std::string jsonPath;  // -J

@@ -8,9 +8,10 @@
 //     thread may initialise several ranks that way, as nccl-tests -g does);
 //   - a config of any NCCL version is read only up to its size;
 //   - weftTimeout has no NCCL code and is reported as ncclRemoteError;
-//   - ncclMemAlloc is cudaMalloc when built with CUDA, page-aligned host
-//     memory otherwise; ncclCommRegister and ncclCommWindowRegister return a
-//     token and register nothing.
+//   - ncclMemAlloc is cudaMalloc when built with CUDA, weftMemAlloc (host
+//     memory peers on the host can map) otherwise; ncclCommRegister is
+//     weftCommRegister; ncclCommWindowRegister returns a token and registers
+//     nothing.
 // Gather/Scatter and what weft cannot do live in the other nccl_*.cc files.
 #include <array>
 #include <cstddef>
@@ -142,9 +143,8 @@ ncclResult_t initRank(ncclComm_t* comm, int nranks, const ncclUniqueId& id, int 
   return toNccl(r);
 }
 
-// A buffer or window "registration": weft needs none, so this is only a
-// token that deregistration checks (a window token is not a buffer token).
-constexpr uint64_t kRegistrationMagic = 0x7765667452656721ull;
+// A window "registration": weft keeps none, so this is only a token that
+// deregistration checks.
 constexpr uint64_t kWindowMagic = 0x7765667457696e21ull;
 struct Registration {
   uint64_t magic;
@@ -168,9 +168,7 @@ ncclResult_t ncclMemAlloc(void** ptr, size_t size) {
   }
   return ncclSuccess;
 #else
-  constexpr size_t kPage = 4096;
-  *ptr = std::aligned_alloc(kPage, (size + kPage - 1) / kPage * kPage);
-  return *ptr ? ncclSuccess : ncclSystemError;
+  return toNccl(weftMemAlloc(ptr, size));
 #endif
 }
 
@@ -179,8 +177,7 @@ ncclResult_t ncclMemFree(void* ptr) {
 #if defined(WEFT_NCCL_WITH_CUDA)
   return cudaFree(ptr) == cudaSuccess ? ncclSuccess : ncclUnhandledCudaError;
 #else
-  std::free(ptr);
-  return ncclSuccess;
+  return toNccl(weftMemFree(ptr));
 #endif
 }
 
@@ -270,19 +267,11 @@ ncclResult_t ncclCommCuDevice(const ncclComm_t comm, int* device) {
 ncclResult_t ncclCommUserRank(const ncclComm_t comm, int* rank) { return toNccl(weftCommUserRank(toWeft(comm), rank)); }
 
 ncclResult_t ncclCommRegister(const ncclComm_t comm, void* buff, size_t size, void** handle) {
-  if (!comm || !handle) return ncclInvalidArgument;
-  int count = 0;
-  if (ncclResult_t r = toNccl(weftCommCount(toWeft(comm), &count))) return r;
-  *handle = new Registration{kRegistrationMagic, buff, size};
-  return ncclSuccess;
+  return toNccl(weftCommRegister(toWeft(comm), buff, size, handle));
 }
 
 ncclResult_t ncclCommDeregister(const ncclComm_t comm, void* handle) {
-  auto* reg = static_cast<Registration*>(handle);
-  if (!comm || !reg || reg->magic != kRegistrationMagic) return ncclInvalidArgument;
-  reg->magic = 0;
-  delete reg;
-  return ncclSuccess;
+  return toNccl(weftCommDeregister(toWeft(comm), handle));
 }
 
 ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void* buff, size_t size, ncclWindow_t* win, int winFlags) {

@@ -177,6 +177,26 @@ WEFT_API weftResult_t weftCommCount(const weftComm_t comm, int* count);
 WEFT_API weftResult_t weftCommCuDevice(const weftComm_t comm, int* device);
 WEFT_API weftResult_t weftCommUserRank(const weftComm_t comm, int* rank);
 
+/* ---- Memory peers can map, and registration ------------------------------- */
+/* Host memory that ranks of other processes on this host can map: a named
+ * shared-memory segment per allocation (page aligned, zeroed). Collectives on
+ * buffers in it that every rank has registered (weftCommRegister) read and
+ * write peers' buffers directly instead of copying through FIFOs
+ * (docs/api.md). size 0 or ptr NULL: weftInvalidArgument. */
+WEFT_API weftResult_t weftMemAlloc(void** ptr, size_t size);
+/* Frees weftMemAlloc memory (NULL: nothing). Memory still registered with a
+ * communicator: weftInvalidUsage; memory not from weftMemAlloc, or freed
+ * already: weftInvalidArgument. */
+WEFT_API weftResult_t weftMemFree(void* ptr);
+/* Registers [buff, buff+size) with comm (not collective). A collective whose
+ * buffers every rank registered, on ranks of one host, runs single-copy.
+ * A range overlapping one registered on comm already: weftInvalidArgument. */
+WEFT_API weftResult_t weftCommRegister(const weftComm_t comm, void* buff, size_t size, void** handle);
+/* Ends a registration. A handle of another communicator, or deregistered
+ * already: weftInvalidArgument; a buffer a collective in flight uses:
+ * weftInvalidUsage (the registration stays). */
+WEFT_API weftResult_t weftCommDeregister(const weftComm_t comm, void* handle);
+
 /* ---- Reduction operations ----------------------------------------------- */
 
 /* Creates a sum that multiplies every input by *scalar first. */

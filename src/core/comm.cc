@@ -11,6 +11,7 @@
 #include <strings.h>
 
 #include "src/core/connections.h"
+#include "src/core/direct_comm.h"
 #include "src/core/ll_comm.h"
 #include "src/core/diagnose.h"
 #include "src/core/host_identity.h"
@@ -458,6 +459,7 @@ weftComm* createComm(const weftUniqueId& id, int nranks, int rank, const weftCon
   placeOnTopology(comm.get(), nHosts);
   agreeOnCosts(comm.get(), nHosts);
   setUpLowLatency(comm.get(), nHosts);
+  setUpDirect(comm.get(), nHosts);
   connectRings(comm.get());
   registerComm(comm.get());
   return comm.release();

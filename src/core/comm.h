@@ -15,6 +15,7 @@
 #include "algorithms/selector.h"
 #include "src/bootstrap/bootstrap.h"
 #include "src/core/call_state.h"
+#include "src/core/registration.h"
 #include "src/kernels/reduce.h"
 #include "src/topology/comm_topo.h"
 #include "src/topology/rings.h"
@@ -28,6 +29,7 @@ namespace weft {
 
 class CommTrace;
 class Connections;
+class DirectComm;
 struct LowLatencyComm;
 class PlanCache;
 
@@ -95,10 +97,16 @@ struct weftComm {
   // The LL protocol's regions and engine (src/core/ll_comm.h); null when the
   // ranks span hosts or WEFT_PROTO / WEFT_LL_BUFFSIZE turn it off.
   std::unique_ptr<weft::LowLatencyComm> ll;
+  // Single-copy collectives on registered buffers (src/core/direct_comm.h);
+  // null unless every rank is on this host and WEFT_DIRECT is on.
+  std::unique_ptr<weft::DirectComm> direct;
   // The CUDA device path's per-communicator state (src/exec/cuda/device_state.h),
   // created by the first call with device buffers; released before the
   // connections whose FIFOs it maps.
   std::shared_ptr<void> deviceState;
+
+  // Buffers registered with weftCommRegister (src/core/registration.h).
+  std::unique_ptr<weft::Registrations> registrations = std::make_unique<weft::Registrations>(this);
 
   // Serialises execution of this communicator's operations.
   std::mutex execMutex;

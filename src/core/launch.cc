@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "algorithms/collectives.h"
+#include "algorithms/direct.h"
 #include "algorithms/one_shot.h"
 #include "algorithms/p2p.h"
 #include "algorithms/registry.h"
@@ -15,6 +16,7 @@
 #include "src/core/comm.h"
 #include "src/core/connections.h"
 #include "src/core/diagnose.h"
+#include "src/core/direct_comm.h"
 #include "src/core/ll_comm.h"
 #include "src/core/plan_cache.h"
 #include "src/core/trace.h"
@@ -118,6 +120,34 @@ plan::Plan buildPlan(algo::AlgoId which, const algo::CollArgs& a) {
   return algo::algoInfo(which).build(a);
 }
 
+// Registered buffers on one host: single-copy when every rank's are (a
+// handshake every rank takes part in; src/core/direct_comm.h). Then the
+// direct plan, run by the host executor with the peers' buffers; the
+// buffers stay pinned (not deregistrable) until it ends.
+bool runDirectIfAgreed(weftComm_t comm, const OpDesc& op, TracedCall* traced) {
+  PinnedBuffers pins(*comm->registrations, op.send, sendBytesOf(op, comm->nranks), op.recv,
+                     recvBytesOf(op, comm->nranks));
+  if (!comm->direct->agree(op, pins)) return false;
+  algo::CollArgs a;
+  a.coll = op.coll;
+  a.nranks = comm->nranks;
+  a.rank = comm->rank;
+  a.count = op.count;
+  a.elemSize = static_cast<uint32_t>(kernels::typeSize(op.type));
+  a.geometry = comm->geometry;
+  PlanKey key = planKey(a, algo::kRing, algo::kSimple);
+  key.direct = true;
+  std::shared_ptr<const plan::Plan> p = comm->plans->get(key, [&] { return algo::buildDirect(a); });
+  WEFT_INFO(kColl, "%s count %zu type %s op %d: %s, 1 channel(s), %zu steps", plan::collName(op.coll), op.count,
+            kernels::typeName(op.type), static_cast<int>(op.op.kind), algo::kDirectName, p->stepCount());
+  HostExecContext ctx = execContext(comm);
+  ctx.direct = comm->direct.get();
+  BufferBinding b{op.send, op.recv};
+  runHostPlan(*p, {&b, 1}, nullptr, op.op, FifoLookup{}, ctx);
+  *traced = {algo::kDirectName, algo::kDirectName, 1, p->stepCount()};
+  return true;
+}
+
 // Returns what it chose, for the call's trace event.
 TracedCall runCollective(weftComm_t comm, const OpDesc& op) {
   CallScope scope(comm, op.coll, op.count);
@@ -125,6 +155,10 @@ TracedCall runCollective(weftComm_t comm, const OpDesc& op) {
   // Small calls on one host: no selection, plan or executor (src/core/ll_comm.h).
   static const TracedCall kLlCall{algo::kOneShotName, "ll", 1, 1};
   if (runLowLatencyIfChosen(comm, op)) return kLlCall;
+  if (comm->direct && comm->direct->candidate(op)) {
+    TracedCall direct;
+    if (runDirectIfAgreed(comm, op, &direct)) return direct;
+  }
   algo::CollArgs a;
   a.coll = op.coll;
   a.nranks = comm->nranks;

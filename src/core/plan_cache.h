@@ -29,6 +29,7 @@ struct PlanKey {
   uint64_t sliceBytes = 0;
   uint32_t nSlots = 0;
   plan::Wire wire = plan::Wire::Native;
+  bool direct = false;  // a single-copy plan (algorithms/direct.h)
 
   auto operator<=>(const PlanKey&) const = default;
 };

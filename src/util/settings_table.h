@@ -53,6 +53,10 @@ WEFT_SETTING_NCCL(kNet, "WEFT_NET", "NCCL_NET", String, nullptr, Comm, "force So
 WEFT_SETTING_NCCL(kBuffsize, "WEFT_BUFFSIZE", "NCCL_BUFFSIZE", Int, "4M", Comm, "bytes of one connection's FIFO")
 WEFT_SETTING(kNSlots, "WEFT_NSLOTS", Int, "8", Comm, "slots per FIFO")
 WEFT_SETTING(kLlBuffsize, "WEFT_LL_BUFFSIZE", Int, "128K", Comm, "data bytes a rank publishes per LL round; 0: no LL protocol")
+WEFT_SETTING(kDirect, "WEFT_DIRECT", Bool, "1", Comm,
+             "single-copy collectives on registered buffers of ranks on one host")
+WEFT_SETTING(kDirectMinBytes, "WEFT_DIRECT_MIN_BYTES", Int, "256K", Comm,
+             "smallest call (nccl-tests bytes) that runs single-copy on registered buffers")
 WEFT_SETTING(kNChannels, "WEFT_NCHANNELS", Int, "1", Comm, "channels per communicator")
 WEFT_SETTING_NCCL(kMinChannels, "WEFT_MIN_NCHANNELS", "NCCL_MIN_NCHANNELS", Int, nullptr, Comm,
                   "raise the channel count to at least this (config minCTAs wins)")

@@ -92,6 +92,16 @@ TEST(BenchOptions, GpuOnlyFlagsAreAcceptedAndNoted) {
   EXPECT_EQ(r.options.ignored, std::vector<std::string>{"-G 10"});
 }
 
+TEST(BenchOptions, LocalRegister) {
+  EXPECT_EQ(parse({}).options.localRegister, 0);
+  ParseResult r = parse({"-R", "1"});
+  ASSERT_EQ(r.error, "");
+  EXPECT_EQ(r.options.localRegister, 1);
+  EXPECT_TRUE(r.options.ignored.empty());
+  EXPECT_EQ(parse({"--local_register", "2"}).options.localRegister, 2);
+  EXPECT_NE(parse({"-R", "3"}).error, "");
+}
+
 TEST(BenchOptions, Sweeps) {
   Options o;
   o.minBytes = 8;

@@ -172,6 +172,11 @@ class Runner {
   bool advance(ChannelCursor& cur) {
     const Step& st = (*cur.steps)[cur.step];
     const StepFifos& f = cur.fifos[cur.step];
+    if (st.kind != plan::StepKind::Fifo) [[unlikely]] {
+      runDirect(st);
+      nextStep(cur);
+      return true;
+    }
     if (st.count == 0) {
       nextStep(cur);
       return true;
@@ -216,6 +221,38 @@ class Runner {
     if (ctx_.state) ctx_.state->addBytes(bytes);
     if (cur.done >= st.count) nextStep(cur);
     return true;
+  }
+
+  // A Direct step in one go, straight between ranks' buffers; a Barrier
+  // waits for every rank (plan::StepKind).
+  void runDirect(const Step& st) {
+    DirectAccess* d = ctx_.direct;
+    if (!d) raise(weftInternalError, "rank %d: a direct plan step without peers' buffers", ctx_.rank);
+    if (st.kind == plan::StepKind::Barrier) return d->barrier();
+    if (st.count == 0) return;
+    auto at = [&](int rank, Buf b, uint64_t off) -> char* {
+      if (rank < 0 || size_t(rank) >= d->buffers.size() || (b != Buf::Send && b != Buf::Recv))
+        raise(weftInternalError, "rank %d: bad direct step %s", ctx_.rank, plan::describe(st).c_str());
+      const BufferBinding& bb = d->buffers[size_t(rank)];
+      return static_cast<char*>(b == Buf::Send ? const_cast<void*>(bb.send) : bb.recv) + off * elem_;
+    };
+    char* dst = at(st.dstRank, st.dst, st.dstOff);
+    const bool accumulate = st.srcRank[0] < 0;
+    const char* a = accumulate ? dst : at(st.srcRank[0], st.src, st.srcOff);
+    const char* b = st.srcRank[1] >= 0 ? at(st.srcRank[1], st.src, st.srcOff) : nullptr;
+    const unsigned pre = (st.flags & plan::kPreOp) ? kernels::kApplyPre : 0;
+    const unsigned post = (st.flags & plan::kPostOp) ? kernels::kApplyPost : 0;
+    const unsigned preA = accumulate ? 0 : pre;
+    if (!b) {
+      if (a != dst || preA || post) kernels::transform(dst, a, st.count, op_, preA | post);
+    } else if (preA && op_.kind == kernels::OpKind::PreMulSum) {
+      // reduce() pre-scales its second input only.
+      kernels::transform(dst, a, st.count, op_, kernels::kApplyPre);
+      kernels::reduce(dst, dst, b, st.count, op_, pre | post);
+    } else {
+      kernels::reduce(dst, a, b, st.count, op_, pre | post);
+    }
+    if (ctx_.state) ctx_.state->addBytes(st.count * elem_);
   }
 
   // The inner poll loop with tracing on: times each piece and each wait,

@@ -12,6 +12,7 @@
 #include <functional>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "algorithms/plan.h"
 #include "src/kernels/reduce.h"
@@ -33,6 +34,19 @@ struct FifoLookup {
   std::function<FifoEnd(int peer, int conn)> recv;
 };
 
+// What Direct and Barrier steps (plan::StepKind) need: every rank's buffers
+// as mapped in this process, and the call's barrier among the ranks.
+class DirectAccess {
+ public:
+  std::vector<BufferBinding> buffers;  // index = rank (this rank's too)
+  // Returns once every rank has reached this barrier of the call; throws
+  // weft::Error on abort, a failed communicator or a timeout.
+  virtual void barrier() = 0;
+
+ protected:
+  ~DirectAccess() = default;
+};
+
 struct HostExecContext {
   Doorbell* bell = nullptr;                     // rung by peers/proxies on progress
   const std::atomic<bool>* abortFlag = nullptr;
@@ -51,6 +65,8 @@ struct HostExecContext {
   // Called once when the run times out; its text is appended to the
   // timeout error (the communicator's diagnosis: which ranks are missing).
   std::function<std::string()> explainTimeout;
+  // Plans with Direct or Barrier steps only (algorithms/direct.h).
+  DirectAccess* direct = nullptr;
 };
 
 // Runs `plan` to completion or throws weft::Error.
