@@ -83,12 +83,15 @@ void Inbox::loop() {
     if (::poll(pfds.data(), pfds.size(), pollTimeoutMs()) < 0 && errno != EINTR) raiseErrno("poll");
     if (stopping_.load()) return;
     starved_ = false;
+    // Handshakes that complete below join links_ at its end; only the links
+    // polled above are read in this pass.
+    size_t linksPolled = links_.size();
     size_t k = 1;
     for (auto it = pending_.begin(); it != pending_.end(); ++k) {
       auto cur = it++;
       if (pfds[k].revents || cur->handshake.deadline().passed()) advanceHandshake(cur);
     }
-    for (auto it = links_.begin(); it != links_.end(); ++k) {
+    for (auto it = links_.begin(); linksPolled > 0; ++k, --linksPolled) {
       auto cur = it++;
       if (!pfds[k].revents) continue;
       ReadResult r = readFrames(*cur);

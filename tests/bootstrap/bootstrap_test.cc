@@ -277,6 +277,32 @@ TEST_F(BootstrapTest, ConnectionsStayBoundedAndInOrderUnderChurn) {
   EXPECT_LE(maxThreads.load() - threadsBefore, kRanks * 2 + 2);
 }
 
+// Silent connects hold a descriptor each until their 5 s bound, but no
+// thread, and the real peers' messages pass them at once.
+TEST_F(BootstrapTest, SilentConnectsHoldNoThreadAndDelayNobody) {
+  runRanks(2, 20000, [](int rank, Bootstrap& b) {
+    if (rank == 0) {
+      SocketAddress peerListen = SocketAddress::parse(b.peerAddress(1), "rank 1");
+      const int threadsBefore = threadsInProcess();
+      std::vector<Socket> silent;
+      for (int i = 0; i < 300; ++i) silent.push_back(connectTo(peerListen, Deadline::after(2000), StopFlags{}, false));
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      EXPECT_LT(threadsInProcess() - threadsBefore, 4) << "silent connects took threads";
+      const auto t0 = std::chrono::steady_clock::now();
+      int token = 5;
+      b.send(1, 4, &token, sizeof(token));
+      b.recv(1, 4, &token, sizeof(token));
+      EXPECT_EQ(token, 6);
+      EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(2)) << "waited behind silent connects";
+    } else {
+      int token;
+      b.recv(0, 4, &token, sizeof(token));
+      token++;
+      b.send(0, 4, &token, sizeof(token));
+    }
+  });
+}
+
 TEST_F(BootstrapTest, ConnectionLimitBelowTheTreeIsRefused) {
   setenv("WEFT_BOOTSTRAP_MAX_CONNS", "2", 1);
   weftUniqueId id;
