@@ -1,13 +1,16 @@
 // A rank's side of the bootstrap: join through the root, then talk directly.
 //
-// Outgoing connections open lazily on first send and stay cached per peer.
-// Each incoming connection gets its own reader thread (the bootstrap has few
-// peers and little traffic; a thread per connection keeps each one simple
-// and lets a silent stray client stall nobody). Readers file frames into the
-// mailbox, which recv() waits on.
+// Outgoing connections open lazily on first send and stay cached per peer,
+// at most WEFT_BOOTSTRAP_MAX_CONNS of them: past that, the least recently
+// used is retired in order before a new one opens. Every incoming connection
+// is served by the rank's one Inbox thread, which files frames into the
+// mailbox that recv() waits on. All-gather and barrier run over a binary tree
+// of ranks (up to the root, then back down), so a rank talks to at most three
+// others for them, whatever the rank count.
 #include <chrono>
+#include <condition_variable>
 #include <cstring>
-#include <list>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <system_error>
@@ -15,11 +18,13 @@
 
 #include "src/bootstrap/bootstrap.h"
 #include "src/bootstrap/handshake.h"
+#include "src/bootstrap/inbox.h"
 #include "src/bootstrap/mailbox.h"
 #include "src/bootstrap/root.h"
 #include "src/bootstrap/wire.h"
 #include "src/util/error.h"
 #include "src/util/log.h"
+#include "src/util/settings.h"
 
 namespace weft {
 
@@ -27,25 +32,25 @@ using namespace bootstrap_wire;
 
 namespace {
 
-class SocketBootstrap final : public Bootstrap {
+class SocketBootstrap final : public Bootstrap, private Inbox::Sink {
  public:
   SocketBootstrap(int rank, int nranks, const Secret& secret, int64_t timeoutMs, Socket listener,
                   std::vector<SocketAddress> table)
-      : rank_(rank), nranks_(nranks), secret_(secret), timeoutMs_(timeoutMs), listener_(std::move(listener)),
-        table_(std::move(table)), mailbox_(nranks),
-        connectedFrom_(new std::atomic<bool>[nranks]()) {
+      : rank_(rank), nranks_(nranks), secret_(secret), timeoutMs_(timeoutMs), table_(std::move(table)),
+        mailbox_(nranks), maxConns_(maxOutgoingConnections()) {
     for (int i = 0; i < nranks; ++i) out_.push_back(std::make_unique<Outgoing>());
-    acceptThread_ = std::thread([this] { acceptLoop(); });
+    inbox_ = std::make_unique<Inbox>(rank, nranks, secret, std::move(listener), static_cast<Inbox::Sink*>(this));
   }
 
   ~SocketBootstrap() override {
     if (!aborted_.load()) shutdown();
     stopping_.store(true);
-    if (acceptThread_.joinable()) acceptThread_.join();
-    std::lock_guard<std::mutex> lock(readersMu_);
-    for (auto& r : readers_) r.sock.shutdownBoth();
-    for (auto& r : readers_)
-      if (r.thread.joinable()) r.thread.join();
+    inbox_->stop();
+    {
+      std::lock_guard<std::mutex> lock(answerMu_);
+      answerCv_.notify_all();
+    }
+    if (answerThread_.joinable()) answerThread_.join();
   }
 
   int rank() const override { return rank_; }
@@ -70,14 +75,11 @@ class SocketBootstrap final : public Bootstrap {
     if (bytes) memcpy(data, msg.data(), bytes);
   }
 
-  // Direct exchange: every rank sends its block to every other. Fine for the
-  // small blocks and rank counts the bootstrap sees; readers never block, so
-  // the sends cannot deadlock.
-  void allGather(void* data, size_t bytesPerRank) override { exchange(data, bytesPerRank, kAllGatherTag); }
+  void allGather(void* data, size_t bytesPerRank) override { treeAllGather(data, bytesPerRank, kAllGatherTag); }
 
   void barrier() override {
     std::vector<char> flags(nranks_);
-    exchange(flags.data(), 1, kBarrierTag);
+    treeAllGather(flags.data(), 1, kBarrierTag);
   }
 
   void abort() override {
@@ -138,7 +140,7 @@ class SocketBootstrap final : public Bootstrap {
       FrameHeader bye{kGoodbyeTag, 0, {}};
       o.mac.sign(&bye, kFrameSignedBytes, nullptr, 0, bye.mac);
       trySendAll(o.sock.fd(), &bye, sizeof(bye), Deadline::after(1000), StopFlags{});
-      o.sock.close();
+      closeOutgoing(o);
     }
     WEFT_INFO(kBootstrap, "bootstrap rank %d: shut down", rank_);
   }
@@ -148,12 +150,60 @@ class SocketBootstrap final : public Bootstrap {
     std::timed_mutex mu;
     Socket sock;
     handshake::StreamMac mac;
+    std::atomic<bool> open{false};       // sock is valid (read without mu when choosing whom to retire)
+    std::atomic<uint64_t> lastUse{0};
   };
-  struct Reader {
-    Socket sock;
-    std::thread thread;
-    std::atomic<bool> done{false};  // its thread has left; join and free it
-  };
+
+  static int maxOutgoingConnections() {
+    const int64_t n = settings::get(settings::kBootstrapMaxConns);
+    if (n < 3 || n > kMaxRanks)
+      raise(weftInvalidArgument, "WEFT_BOOTSTRAP_MAX_CONNS=%ld: must be 3..%d (the all-gather tree needs 3)",
+            static_cast<long>(n), kMaxRanks);
+    return static_cast<int>(n);
+  }
+
+  // Tree of the collectives: rank 0 at the top, rank r's children 2r+1, 2r+2.
+  int parentOf(int r) const { return r == 0 ? -1 : (r - 1) / 2; }
+  bool inSubtree(int r, int top) const {
+    while (r > top) r = (r - 1) / 2;
+    return r == top;
+  }
+
+  // Blocks travel up the tree as (rank, block) entries, each rank adding its
+  // subtree's; the top then sends the whole table down. 2(n-1) messages in
+  // all, 2 log2(n) steps deep, and three peers per rank.
+  void treeAllGather(void* data, size_t bytesPerRank, uint64_t tag) {
+    char* base = static_cast<char*>(data);
+    const size_t entry = sizeof(int32_t) + bytesPerRank;
+    std::vector<char> up(entry);
+    const int32_t self = rank_;
+    memcpy(up.data(), &self, sizeof(self));
+    if (bytesPerRank) memcpy(up.data() + sizeof(self), base + rank_ * bytesPerRank, bytesPerRank);
+    for (int c = 2 * rank_ + 1; c <= 2 * rank_ + 2 && c < nranks_; ++c) {
+      std::vector<char> msg = mailbox_.pop(c, tag, Deadline::after(timeoutMs_));
+      if (msg.size() % entry != 0)
+        raise(weftInternalError, "bootstrap all-gather: rank %d sent %zu bytes, not whole %zu-byte entries", c,
+              msg.size(), entry);
+      for (size_t at = 0; at < msg.size(); at += entry) {
+        int32_t r;
+        memcpy(&r, msg.data() + at, sizeof(r));
+        if (r < 0 || r >= nranks_ || !inSubtree(r, c))
+          raise(weftInternalError, "bootstrap all-gather: rank %d sent a block for rank %d (not below it)", c, r);
+        if (bytesPerRank) memcpy(base + r * bytesPerRank, msg.data() + at + sizeof(r), bytesPerRank);
+      }
+      up.insert(up.end(), msg.begin(), msg.end());
+    }
+    const size_t all = bytesPerRank * nranks_;
+    if (rank_ != 0) {
+      sendFrame(parentOf(rank_), tag, up.data(), up.size());
+      std::vector<char> msg = mailbox_.pop(parentOf(rank_), tag, Deadline::after(timeoutMs_));
+      if (msg.size() != all)
+        raise(weftInternalError, "bootstrap all-gather: rank %d sent %zu bytes, expected %zu", parentOf(rank_),
+              msg.size(), all);
+      if (all) memcpy(base, msg.data(), all);
+    }
+    for (int c = 2 * rank_ + 1; c <= 2 * rank_ + 2 && c < nranks_; ++c) sendFrame(c, tag, base, all);
+  }
 
   bool answerLocally(const std::vector<char>& request, std::vector<char>* reply, std::string* why) {
     QueryHandler handler = queryHandlerNow();
@@ -192,8 +242,70 @@ class SocketBootstrap final : public Bootstrap {
     return queryHandler_;
   }
 
-  // On the reader thread of the asking peer: the handler's answer goes back
-  // at once, with a short bound of its own, so a reader is never held long.
+  // Inbox::Sink, on the inbox thread.
+  void onFrame(int peer, uint64_t tag, std::vector<char> payload) override {
+    if (tag == kGoodbyeTag) {
+      WEFT_TRACE(kBootstrap, "bootstrap rank %d: rank %d said goodbye", rank_, peer);
+      mailbox_.markGone(peer, Mailbox::PeerGone::SaidGoodbye);
+    } else if (tag == kQueryTag) {
+      queueQuery(peer, std::move(payload));
+    } else {
+      mailbox_.push(peer, tag, std::move(payload));
+    }
+  }
+
+  void onLost(int peer, const char* why) override {
+    if (stopping_.load() || shutDown_.load()) return;
+    WEFT_WARN("bootstrap rank %d: lost rank %d at %s (%s, no goodbye)", rank_, peer, table_[peer].str().c_str(), why);
+    mailbox_.markGone(peer, Mailbox::PeerGone::Lost);
+    std::function<void(int)> handler;
+    {
+      std::lock_guard<std::mutex> lock(handlerMu_);
+      handler = peerLost_;
+    }
+    if (!handler) return;
+    try {
+      handler(peer);
+    } catch (const std::exception& e) {
+      WEFT_WARN("bootstrap rank %d: peer-lost handler threw: %s", rank_, e.what());
+    }
+  }
+
+  // Queries are answered on a thread of their own (started by the first),
+  // never the inbox's: the reply may need a new connection to the asker,
+  // and the inbox must stay free to accept the asker's connections.
+  void queueQuery(int peer, std::vector<char> msg) {
+    std::lock_guard<std::mutex> lock(answerMu_);
+    if (answerQueue_.size() >= kMaxQueuedQueries) return;  // a flood of queries is not answered
+    answerQueue_.emplace_back(peer, std::move(msg));
+    if (!answerThread_.joinable()) {
+      try {
+        answerThread_ = std::thread([this] { answerLoop(); });
+      } catch (const std::system_error& e) {
+        WEFT_WARN("bootstrap rank %d: no thread to answer queries (%s%s)", rank_, e.what(),
+                  resourceHint(e.code().value(), "thread").c_str());
+        answerQueue_.clear();
+        return;
+      }
+    }
+    answerCv_.notify_one();
+  }
+
+  void answerLoop() {
+    setLogRank(rank_);
+    std::unique_lock<std::mutex> lock(answerMu_);
+    for (;;) {
+      answerCv_.wait(lock, [this] { return stopping_.load() || !answerQueue_.empty(); });
+      if (stopping_.load()) return;
+      auto [peer, msg] = std::move(answerQueue_.front());
+      answerQueue_.pop_front();
+      lock.unlock();
+      answerQuery(peer, msg);
+      lock.lock();
+    }
+  }
+
+  // The handler's answer goes back at once, with a short bound of its own.
   void answerQuery(int peer, const std::vector<char>& msg) {
     QueryHandler handler = queryHandlerNow();
     if (!handler || msg.size() < sizeof(uint64_t) || aborted_.load() || shutDown_.load()) return;
@@ -213,22 +325,6 @@ class SocketBootstrap final : public Bootstrap {
       raise(weftInvalidArgument, "bootstrap %s: peer %d out of range (nranks %d)", op, peer, nranks_);
   }
 
-  void exchange(void* data, size_t bytesPerRank, uint64_t tag) {
-    char* base = static_cast<char*>(data);
-    for (int i = 1; i < nranks_; ++i) {
-      int p = (rank_ + i) % nranks_;
-      sendFrame(p, tag, base + rank_ * bytesPerRank, bytesPerRank);
-    }
-    for (int i = 1; i < nranks_; ++i) {
-      int p = (rank_ - i + nranks_) % nranks_;
-      std::vector<char> msg = mailbox_.pop(p, tag, Deadline::after(timeoutMs_));
-      if (msg.size() != bytesPerRank)
-        raise(weftInternalError, "bootstrap all-gather: rank %d sent %zu bytes, expected %zu", p, msg.size(),
-              bytesPerRank);
-      if (bytesPerRank) memcpy(base + p * bytesPerRank, msg.data(), bytesPerRank);
-    }
-  }
-
   // Bounded by the communicator's timeout unless `limit` gives a deadline.
   void sendFrame(int peer, uint64_t tag, const void* data, size_t bytes, const Deadline* limit = nullptr) {
     checkPeer(peer, "send");
@@ -246,22 +342,14 @@ class SocketBootstrap final : public Bootstrap {
       raise(weftTimeout, "bootstrap send to rank %d: another send to it did not end in time", peer);
     StopFlags stop{&aborted_, nullptr};
     std::string what = "rank " + std::to_string(peer) + " at " + table_[peer].str();
-    if (!o.sock.valid()) {
-      Socket s = connectTo(table_[peer], deadline, stop, false);
-      handshake::Session session =
-          handshake::connectSide(s.fd(), secret_, handshake::Purpose::kPeer, deadline, stop, what);
-      PeerHello h{kPeerHelloMagic, kVersion, rank_, nranks_};
-      handshake::sendSigned(s.fd(), session.toAcceptor, &h, sizeof(h), deadline, stop, what.c_str());
-      o.sock = std::move(s);
-      o.mac = session.toAcceptor;
-      WEFT_TRACE(kBootstrap, "bootstrap rank %d: connected to %s", rank_, what.c_str());
-    }
+    if (!o.sock.valid()) openOutgoing(peer, o, deadline, stop, what);
+    o.lastUse.store(++useClock_);
     FrameHeader fh{tag, bytes, {}};
     o.mac.sign(&fh, kFrameSignedBytes, data, bytes, fh.mac);
     int err = 0;
     IoStatus st = trySendTwo(o.sock.fd(), &fh, sizeof(fh), data, bytes, deadline, stop, &err);
     if (st != IoStatus::Ok) {
-      o.sock.close();  // the stream is cut mid-frame; a later send starts afresh
+      closeOutgoing(o);  // the stream is cut mid-frame; a later send starts afresh
       raise(st == IoStatus::Timeout ? weftTimeout : weftRemoteError, "bootstrap send to %s failed: %s%s%s",
             what.c_str(), ioStatusName(st), err ? ": " : "", err ? strerror(err) : "");
     }
@@ -269,199 +357,95 @@ class SocketBootstrap final : public Bootstrap {
                static_cast<unsigned long>(tag));
   }
 
-  void acceptLoop() {
-    setLogRank(rank_);
-    try {
-      for (;;) {
-        SocketAddress from;
-        Socket s = acceptOne(&from);
-        if (stopping_.load()) return;
-        if (!s.valid()) continue;
-        std::lock_guard<std::mutex> lock(readersMu_);
-        pruneReaders();
-        Reader& r = readers_.emplace_back();
-        r.sock = std::move(s);
-        try {
-          r.thread = std::thread([this, &r, from] { readLoop(r, from); });
-        } catch (const std::system_error& e) {
-          reject(from, std::string("no thread to read it (") + e.what() + resourceHint(e.code().value(), "thread") +
-                           ")");
-          readers_.pop_back();
-        }
+  // Under o.mu.
+  void openOutgoing(int peer, Outgoing& o, Deadline deadline, StopFlags stop, const std::string& what) {
+    makeRoom(peer, deadline);
+    Socket s = connectTo(table_[peer], deadline, stop, false);
+    handshake::Session session =
+        handshake::connectSide(s.fd(), secret_, handshake::Purpose::kPeer, deadline, stop, what);
+    PeerHello h{kPeerHelloMagic, kVersion, rank_, nranks_};
+    handshake::sendSigned(s.fd(), session.toAcceptor, &h, sizeof(h), deadline, stop, what.c_str());
+    o.sock = std::move(s);
+    o.mac = session.toAcceptor;
+    o.open.store(true);
+    openCount_.fetch_add(1);
+    WEFT_TRACE(kBootstrap, "bootstrap rank %d: connected to %s", rank_, what.c_str());
+  }
+
+  // Under o.mu.
+  void closeOutgoing(Outgoing& o) {
+    if (!o.sock.valid()) return;
+    o.sock.close();
+    o.open.store(false);
+    openCount_.fetch_sub(1);
+  }
+
+  // At the limit, retires the least recently used connection that no other
+  // thread is sending on (one in use is passed over; when all are, the
+  // limit is exceeded for now rather than waited for).
+  void makeRoom(int self, Deadline deadline) {
+    std::vector<bool> busy(nranks_, false);
+    while (openCount_.load() >= maxConns_) {
+      int victim = -1;
+      uint64_t oldest = UINT64_MAX;
+      for (int p = 0; p < nranks_; ++p) {
+        if (p == self || busy[p] || !out_[p]->open.load()) continue;
+        const uint64_t u = out_[p]->lastUse.load();
+        if (u < oldest) oldest = u, victim = p;
       }
-    } catch (const std::exception& e) {
-      WEFT_WARN("bootstrap rank %d: listener failed: %s", rank_, e.what());
-    }
-  }
-
-  // Out of descriptors, the listener says so (with the limit) and keeps
-  // trying: readers that end give theirs back, and a peer's connect is
-  // retried until its deadline. Invalid when nothing was accepted.
-  Socket acceptOne(SocketAddress* from) {
-    int limitErr = 0;
-    Socket s = acceptFrom(listener_, noDeadline(), StopFlags{&stopping_, nullptr}, from, &limitErr);
-    if (!limitErr) return s;
-    if (!acceptStarved_.exchange(true))
-      WEFT_WARN("bootstrap rank %d: cannot accept peer connections: %s%s", rank_, strerror(limitErr),
-                resourceHint(limitErr).c_str());
-    {
-      std::lock_guard<std::mutex> lock(readersMu_);
-      pruneReaders();
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    return Socket();
-  }
-
-  // Frees the threads and descriptors of connections that ended (rejected
-  // strays among them), so a flood of bad connections cannot pile them up.
-  // Under readersMu_.
-  void pruneReaders() {
-    for (auto it = readers_.begin(); it != readers_.end();) {
-      if (!it->done.load()) {
-        ++it;
+      if (victim < 0) return;
+      Outgoing& v = *out_[victim];
+      std::unique_lock<std::timed_mutex> lock(v.mu, std::try_to_lock);
+      if (!lock.owns_lock()) {
+        busy[victim] = true;
         continue;
       }
-      it->thread.join();
-      it = readers_.erase(it);
+      retire(victim, v, deadline);
     }
   }
 
-  void reject(const SocketAddress& from, const std::string& reason) {
-    handshake::warnRejected("bootstrap", from, reason);
+  // A close frame, then waits (bounded) for the receiver to close its end:
+  // it does so after filing every earlier frame, so the next connection's
+  // frames cannot overtake them. Under v.mu.
+  void retire(int peer, Outgoing& v, Deadline deadline) {
+    FrameHeader fh{kCloseTag, 0, {}};
+    v.mac.sign(&fh, kFrameSignedBytes, nullptr, 0, fh.mac);
+    const StopFlags stop{&aborted_, nullptr};
+    IoStatus st = trySendAll(v.sock.fd(), &fh, sizeof(fh), deadline, stop);
+    char byte;
+    if (st == IoStatus::Ok) st = tryRecvAll(v.sock.fd(), &byte, 1, deadline, stop);
+    if (st != IoStatus::Eof)
+      WEFT_INFO(kBootstrap, "bootstrap rank %d: retiring the connection to rank %d: %s", rank_, peer,
+                ioStatusName(st));
+    closeOutgoing(v);
+    WEFT_TRACE(kBootstrap, "bootstrap rank %d: retired the connection to rank %d", rank_, peer);
   }
 
-  // Authenticates the connection, then files every frame into the mailbox
-  // until the peer says goodbye, the connection breaks or this bootstrap
-  // stops. Marks the reader done on the way out, whatever happened.
-  void readLoop(Reader& r, SocketAddress from) {
-    setLogRank(rank_);
-    const int fd = r.sock.fd();
-    try {
-      handshake::StreamMac mac;
-      int peer = acceptPeer(fd, from, &mac);
-      if (peer >= 0) {
-        pumpFrames(fd, peer, mac);
-        connectedFrom_[peer].store(false);
-      }
-    } catch (const std::exception& e) {
-      WEFT_WARN("bootstrap rank %d: reader for %s failed: %s", rank_, from.str().c_str(), e.what());
-    }
-    ::shutdown(fd, SHUT_RDWR);
-    r.done.store(true);
-  }
-
-  // The handshake and the hello; returns the peer's rank, or -1 after
-  // logging why the connection was turned away.
-  int acceptPeer(int fd, const SocketAddress& from, handshake::StreamMac* mac) {
-    StopFlags stop{&stopping_, nullptr};
-    const Deadline deadline = Deadline::after(std::min(timeoutMs_, kHelloTimeoutMs));
-    handshake::Session session;
-    std::string bad;
-    PeerHello h{};
-    if (!handshake::acceptSide(fd, secret_, handshake::Purpose::kPeer, deadline, stop, &session, &bad) ||
-        !handshake::recvSigned(fd, session.toAcceptor, &h, sizeof(h), deadline, stop, &bad)) {
-      if (!stopping_.load()) reject(from, bad);
-      return -1;
-    }
-    if (h.magic != kPeerHelloMagic) bad = "bad magic (not a weft bootstrap hello)";
-    else if (h.version != kVersion) bad = "version " + std::to_string(h.version);
-    else if (h.nranks != nranks_ || h.fromRank < 0 || h.fromRank >= nranks_ || h.fromRank == rank_)
-      bad = "claims rank " + std::to_string(h.fromRank) + " of " + std::to_string(h.nranks);
-    bool wasConnected = false;
-    if (bad.empty() && !connectedFrom_[h.fromRank].compare_exchange_strong(wasConnected, true))
-      bad = "rank " + std::to_string(h.fromRank) + " is already connected";
-    if (!bad.empty()) {
-      reject(from, bad);
-      return -1;
-    }
-    *mac = session.toAcceptor;
-    WEFT_TRACE(kBootstrap, "bootstrap rank %d: accepted rank %d from %s", rank_, h.fromRank, from.str().c_str());
-    return h.fromRank;
-  }
-
-  void pumpFrames(int fd, int peer, handshake::StreamMac& mac) {
-    StopFlags stop{&stopping_, nullptr};
-    for (;;) {
-      FrameHeader fh;
-      std::vector<char> payload;
-      IoStatus st = tryRecvAll(fd, &fh, sizeof(fh), noDeadline(), stop);
-      if (st == IoStatus::Ok && fh.bytes > kMaxFrameBytes) {
-        WEFT_WARN("bootstrap rank %d: rank %d sent a %lu-byte frame (limit %lu); closing that connection", rank_,
-                  peer, static_cast<unsigned long>(fh.bytes), static_cast<unsigned long>(kMaxFrameBytes));
-        st = IoStatus::Error;
-      }
-      if (st == IoStatus::Ok) st = recvPayload(fd, fh.bytes, stop, &payload);
-      if (st == IoStatus::Ok && !mac.verify(&fh, kFrameSignedBytes, payload.data(), payload.size(), fh.mac)) {
-        WEFT_WARN("bootstrap rank %d: a frame from rank %d failed its integrity check (altered or injected); "
-                  "closing that connection", rank_, peer);
-        st = IoStatus::Error;
-      }
-      if (st != IoStatus::Ok) {
-        if (st != IoStatus::Stopped && !stopping_.load() && !shutDown_.load()) peerLost(peer, st);
-        return;
-      }
-      if (fh.tag == kGoodbyeTag) {
-        WEFT_TRACE(kBootstrap, "bootstrap rank %d: rank %d said goodbye", rank_, peer);
-        mailbox_.markGone(peer, Mailbox::PeerGone::SaidGoodbye);
-        return;
-      }
-      if (fh.tag == kQueryTag) answerQuery(peer, payload);
-      else mailbox_.push(peer, fh.tag, std::move(payload));
-    }
-  }
-
-  // The buffer grows as bytes arrive: a header that claims a large frame
-  // and then stalls holds no more memory than it sent.
-  static IoStatus recvPayload(int fd, uint64_t bytes, StopFlags stop, std::vector<char>* out) {
-    constexpr size_t kChunk = 1 << 20;
-    while (out->size() < bytes) {
-      const size_t have = out->size();
-      const size_t take = static_cast<size_t>(std::min<uint64_t>(kChunk, bytes - have));
-      out->resize(have + take);
-      IoStatus st = tryRecvAll(fd, out->data() + have, take, noDeadline(), stop);
-      if (st != IoStatus::Ok) return st;
-    }
-    return IoStatus::Ok;
-  }
-
-  void peerLost(int peer, IoStatus why) {
-    WEFT_WARN("bootstrap rank %d: lost rank %d at %s (%s, no goodbye)", rank_, peer, table_[peer].str().c_str(),
-              ioStatusName(why));
-    mailbox_.markGone(peer, Mailbox::PeerGone::Lost);
-    std::function<void(int)> handler;
-    {
-      std::lock_guard<std::mutex> lock(handlerMu_);
-      handler = peerLost_;
-    }
-    if (!handler) return;
-    try {
-      handler(peer);
-    } catch (const std::exception& e) {
-      WEFT_WARN("bootstrap rank %d: peer-lost handler threw: %s", rank_, e.what());
-    }
-  }
+  static constexpr size_t kMaxQueuedQueries = 1024;
 
   const int rank_;
   const int nranks_;
   const Secret secret_;
   const int64_t timeoutMs_;
-  Socket listener_;
   const std::vector<SocketAddress> table_;
   Mailbox mailbox_;
+  const int maxConns_;
   std::vector<std::unique_ptr<Outgoing>> out_;
+  std::atomic<int> openCount_{0};       // outgoing connections open
+  std::atomic<uint64_t> useClock_{0};   // orders sends, for least-recently-used
   std::atomic<bool> aborted_{false};
   std::atomic<bool> shutDown_{false};
   std::atomic<bool> stopping_{false};
-  std::thread acceptThread_;
-  std::atomic<bool> acceptStarved_{false};  // warned once that accept ran out of descriptors
-  std::mutex readersMu_;
-  std::list<Reader> readers_;         // a list: readers keep pointers to their entry
-  std::unique_ptr<std::atomic<bool>[]> connectedFrom_;  // a reader serves that rank
   std::mutex handlerMu_;
   std::function<void(int)> peerLost_;
   QueryHandler queryHandler_;
   std::timed_mutex queryMu_;
   uint64_t queryCount_ = 0;  // under queryMu_
+  std::mutex answerMu_;
+  std::condition_variable answerCv_;
+  std::deque<std::pair<int, std::vector<char>>> answerQueue_;
+  std::thread answerThread_;
+  std::unique_ptr<Inbox> inbox_;  // last: its thread calls into the members above
 };
 
 const char* rootStatusText(int32_t status) {

@@ -77,7 +77,7 @@ class Bootstrap {
   virtual void shutdown() = 0;
 
   // Queries answered off the caller's path: a peer's query() is answered by
-  // this rank's bootstrap reader thread, which calls `handler` (it must be
+  // this rank's bootstrap query-answering thread, which calls `handler` (it must be
   // quick and must not wait on the application), so a rank answers while
   // its application threads are blocked (inside a collective). Without a
   // handler, queries go unanswered.

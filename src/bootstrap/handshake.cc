@@ -1,5 +1,8 @@
 #include "src/bootstrap/handshake.h"
 
+#include <sys/socket.h>
+
+#include <cerrno>
 #include <cstring>
 #include <mutex>
 
@@ -111,6 +114,75 @@ bool acceptSide(int fd, const Secret& secret, Purpose purpose, Deadline deadline
   return true;
 }
 
+Acceptor::Acceptor(const Secret& secret, Purpose purpose, size_t helloBytes, Deadline deadline)
+    : secret_(secret), purpose_(purpose), deadline_(deadline), buf_(sizeof(Challenge)), hello_(helloBytes) {}
+
+Acceptor::Step Acceptor::fail(std::string why) {
+  why_ = std::move(why);
+  return Step::Failed;
+}
+
+Acceptor::Step Acceptor::advance(int fd) {
+  for (;;) {
+    while (got_ < buf_.size()) {
+      ssize_t n = ::recv(fd, buf_.data() + got_, buf_.size() - got_, MSG_DONTWAIT);
+      if (n > 0) {
+        got_ += static_cast<size_t>(n);
+        continue;
+      }
+      if (n == 0) return fail(phase_ == Phase::Challenge ? "closed before a complete challenge"
+                              : phase_ == Phase::Proof  ? "closed during authentication (it holds a different secret?)"
+                                                        : "closed before a complete hello");
+      if (errno == EINTR) continue;
+      if (errno != EAGAIN && errno != EWOULDBLOCK) return fail(std::string("receive failed: ") + strerror(errno));
+      if (deadline_.passed()) return fail("timed out");
+      return Step::More;
+    }
+    got_ = 0;
+    Step s = phase_ == Phase::Challenge ? onChallenge(fd) : phase_ == Phase::Proof ? onProof() : onHello();
+    if (s != Step::More) return s;
+  }
+}
+
+Acceptor::Step Acceptor::onChallenge(int fd) {
+  memcpy(&challenge_, buf_.data(), sizeof(challenge_));
+  const Challenge& c = challenge_;
+  if (c.magic != kChallengeMagic || c.version != kVersion)
+    return fail("bad magic (not a weft handshake, or another weft version)");
+  if (c.purpose != static_cast<uint32_t>(purpose_))
+    return fail("handshake for another kind of connection (purpose " + std::to_string(c.purpose) + ")");
+  response_ = Response{kResponseMagic, kVersion, {}, {}};
+  randomBytes(response_.nonce, sizeof(response_.nonce));
+  Digest256 mac = derive(secret_, "acceptor", purpose_, c.nonce, response_.nonce);
+  memcpy(response_.mac, mac.data(), sizeof(response_.mac));
+  // A fresh socket's send buffer takes these few bytes at once; one that
+  // does not is a peer not reading, refused like any other failure.
+  ssize_t n;
+  do n = ::send(fd, &response_, sizeof(response_), MSG_DONTWAIT | MSG_NOSIGNAL);
+  while (n < 0 && errno == EINTR);
+  if (n != static_cast<ssize_t>(sizeof(response_))) return fail("could not send the response");
+  phase_ = Phase::Proof;
+  buf_.assign(sizeof(Proof), 0);
+  return Step::More;
+}
+
+Acceptor::Step Acceptor::onProof() {
+  Digest256 expected = derive(secret_, "connector", purpose_, challenge_.nonce, response_.nonce);
+  if (!constantTimeEqual(expected.data(), buf_.data(), sizeof(Proof)))
+    return fail("wrong secret (its proof does not match: a different communicator?)");
+  session_ = sessionFor(secret_, purpose_, challenge_.nonce, response_.nonce);
+  phase_ = Phase::Hello;
+  buf_.assign(hello_.size() + kMacBytes, 0);
+  return Step::More;
+}
+
+Acceptor::Step Acceptor::onHello() {
+  memcpy(hello_.data(), buf_.data(), hello_.size());
+  if (!session_.toAcceptor.verify(hello_.data(), hello_.size(), nullptr, 0, buf_.data() + hello_.size()))
+    return fail("hello failed its integrity check");
+  return Step::Done;
+}
+
 void sendSigned(int fd, StreamMac& mac, const void* msg, size_t bytes, Deadline deadline, StopFlags stop,
                 const char* what) {
   uint8_t tag[kMacBytes];
@@ -139,6 +211,10 @@ bool recvSigned(int fd, StreamMac& mac, void* msg, size_t bytes, Deadline deadli
 }
 
 bool warnRejected(const char* who, const SocketAddress& from, const std::string& why) {
+  return warnRejected(who, from.str(), why);
+}
+
+bool warnRejected(const char* who, const std::string& from, const std::string& why) {
   constexpr int64_t kWindowNs = 10'000'000'000;
   static std::mutex mu;
   static int64_t windowStart = 0;
@@ -161,7 +237,7 @@ bool warnRejected(const char* who, const SocketAddress& from, const std::string&
   }
   if (summary) WEFT_WARN("%ld more connections were refused in the previous 10 s window (not logged one by one)", summary);
   if (show)
-    WEFT_WARN("%s: rejected connection from %s: %s%s", who, from.str().c_str(), why.c_str(),
+    WEFT_WARN("%s: rejected connection from %s: %s%s", who, from.c_str(), why.c_str(),
               last ? " (further refusals in this 10 s window are only counted)" : "");
   return show;
 }

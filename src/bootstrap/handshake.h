@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "src/bootstrap/bootstrap.h"
 #include "src/util/sha256.h"
@@ -85,6 +86,43 @@ Session connectSide(int fd, const Secret& secret, Purpose purpose, Deadline dead
 bool acceptSide(int fd, const Secret& secret, Purpose purpose, Deadline deadline, StopFlags stop, Session* out,
                 std::string* why);
 
+// The acceptor's half and the hello after it, as a state machine over a
+// non-blocking socket: one thread can run many handshakes at once, each
+// with its own deadline, so a silent or slow connector holds no thread and
+// delays no honest one. Feed it whenever the socket is readable.
+class Acceptor {
+ public:
+  enum class Step { More, Done, Failed };
+  Acceptor(const Secret& secret, Purpose purpose, size_t helloBytes, Deadline deadline);
+  // Reads what the socket has (never waits) and answers the challenge.
+  // Done: session() and hello() are ready. Failed: why() says why (the
+  // caller closes the connection). Past the deadline: Failed.
+  Step advance(int fd);
+  Deadline deadline() const { return deadline_; }
+  const Session& session() const { return session_; }
+  const std::vector<uint8_t>& hello() const { return hello_; }
+  const std::string& why() const { return why_; }
+
+ private:
+  enum class Phase { Challenge, Proof, Hello };
+  Step fail(std::string why);
+  Step onChallenge(int fd);
+  Step onProof();
+  Step onHello();
+
+  const Secret secret_;
+  const Purpose purpose_;
+  const Deadline deadline_;
+  Phase phase_ = Phase::Challenge;
+  std::vector<uint8_t> buf_;  // the message being read
+  size_t got_ = 0;
+  Challenge challenge_{};
+  Response response_{};
+  Session session_;
+  std::vector<uint8_t> hello_;
+  std::string why_;
+};
+
 // A message with its MAC after it: the hellos that follow a handshake.
 void sendSigned(int fd, StreamMac& mac, const void* msg, size_t bytes, Deadline deadline, StopFlags stop,
                 const char* what);
@@ -99,5 +137,6 @@ bool recvSigned(int fd, StreamMac& mac, void* msg, size_t bytes, Deadline deadli
 // this one was logged.
 constexpr int kRejectionsShown = 20;
 bool warnRejected(const char* who, const SocketAddress& from, const std::string& why);
+bool warnRejected(const char* who, const std::string& from, const std::string& why);
 
 }  // namespace weft::handshake

@@ -94,7 +94,12 @@ constexpr uint64_t kBarrierTag = 0xFFFFFFFFFFFFFFFDull;
 constexpr uint64_t kQueryTag = 0xFFFFFFFFFFFFFFFCull;
 constexpr uint64_t kQueryReplyTag = 0xFFFFFFFFFFFFFFFBull;
 
-// How long a reader thread may take to send a query's reply.
+// The sender retires this connection (its cache of open connections is
+// full): the receiver closes it after the frames before it, and the sender
+// waits for that close before it opens another, so frames stay in order.
+constexpr uint64_t kCloseTag = 0xFFFFFFFFFFFFFFFAull;
+
+// How long a query's reply may take to send.
 constexpr int64_t kQueryReplyMs = 1000;
 
 // Bigger frames are taken for garbage: the bootstrap carries small messages.

@@ -35,6 +35,8 @@ WEFT_SETTING_NCCL(kSocketIfname, "WEFT_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME", Str
 WEFT_SETTING_NCCL(kCommId, "WEFT_COMM_ID", "NCCL_COMM_ID", String, nullptr, Process,
                   "<ip>:<port> of the bootstrap root")
 WEFT_SETTING(kCommSecret, "WEFT_COMM_SECRET", String, nullptr, Process, "mixed into ids built from WEFT_COMM_ID")
+WEFT_SETTING(kBootstrapMaxConns, "WEFT_BOOTSTRAP_MAX_CONNS", Int, "32", Process,
+             "outgoing bootstrap connections a rank keeps open")
 WEFT_SETTING(kSocketNSocks, "WEFT_SOCKET_NSOCKS", Int, "2", Comm, "TCP sockets per socket-transport connection")
 WEFT_SETTING(kSocketInline, "WEFT_SOCKET_INLINE", Int, "1", Comm, "largest piece the executor moves itself")
 WEFT_SETTING(kSocketBuffsize, "WEFT_SOCKET_BUFFSIZE", Int, "4M", Process, "SO_SNDBUF/SO_RCVBUF of data sockets")

@@ -346,12 +346,29 @@ Socket acceptFrom(const Socket& listener, Deadline deadline, StopFlags stop, Soc
     int n = poll(&p, 1, static_cast<int>(sliceMs));
     if (n < 0 && errno != EINTR) raiseErrno("poll");
     if (n <= 0) continue;
+    int lim = 0;
+    Socket s = acceptWaiting(listener, peer, &lim);
+    if (lim) {
+      if (limitErr) {
+        *limitErr = lim;
+        return Socket();
+      }
+      errno = lim;
+      raiseErrno("accept");
+    }
+    if (s.valid()) return s;
+  }
+}
+
+Socket acceptWaiting(const Socket& listener, SocketAddress* peer, int* limitErr) {
+  for (;;) {
     sockaddr_storage ss;
     socklen_t len = sizeof(ss);
     int fd = ::accept4(listener.fd(), reinterpret_cast<sockaddr*>(&ss), &len, SOCK_CLOEXEC | SOCK_NONBLOCK);
     if (fd < 0) {
-      if (errno == EAGAIN || errno == EINTR || errno == ECONNABORTED) continue;
-      if (limitErr && (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)) {
+      if (errno == EINTR || errno == ECONNABORTED) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) return Socket();
+      if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
         *limitErr = errno;
         return Socket();
       }

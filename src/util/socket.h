@@ -129,6 +129,11 @@ Socket connectTo(const SocketAddress& addr, Deadline deadline, StopFlags stop, b
 Socket acceptFrom(const Socket& listener, Deadline deadline, StopFlags stop, SocketAddress* peer,
                   int* limitErr = nullptr);
 
+// Takes one connection already waiting on the listener (its descriptor is
+// non-blocking), or returns an invalid Socket at once when none waits. Out of
+// descriptors or buffers: invalid, with *limitErr set (never null).
+Socket acceptWaiting(const Socket& listener, SocketAddress* peer, int* limitErr);
+
 enum class IoStatus { Ok, Eof, Timeout, Stopped, Error };
 
 // Moves exactly `bytes` bytes or stops. Never throws; *err gets errno for

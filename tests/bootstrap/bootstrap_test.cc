@@ -230,6 +230,98 @@ TEST_F(BootstrapTest, FloodOfRejectedConnectionsLeavesNothingBehind) {
   });
 }
 
+int threadsInProcess() {
+  FILE* f = fopen("/proc/self/status", "r");
+  char line[256];
+  int n = -1;
+  while (f && fgets(line, sizeof(line), f))
+    if (sscanf(line, "Threads: %d", &n) == 1) break;
+  if (f) fclose(f);
+  return n;
+}
+
+// Every rank sends to every other, several rounds with one tag, with at most
+// three outgoing connections each: connections are retired and reopened
+// all the time, yet every message arrives, in order, and the descriptors
+// and threads of the process stay bounded by the limit (one inbox thread
+// per rank), not by the number of peers.
+TEST_F(BootstrapTest, ConnectionsStayBoundedAndInOrderUnderChurn) {
+  setenv("WEFT_BOOTSTRAP_MAX_CONNS", "3", 1);
+  constexpr int kRanks = 24, kRounds = 3;
+  const int fdsBefore = openDescriptors(), threadsBefore = threadsInProcess();
+  std::atomic<int> joined{0}, maxFds{0}, maxThreads{0};
+  runRanks(kRanks, 20000, [&](int rank, Bootstrap& b) {
+    joined++;
+    for (int round = 0; round < kRounds; ++round)
+      for (int i = 1; i < kRanks; ++i) {
+        int32_t msg[2] = {rank, round};
+        b.send((rank + i) % kRanks, 9, msg, sizeof(msg));
+      }
+    for (int round = 0; round < kRounds; ++round)
+      for (int p = 0; p < kRanks; ++p) {
+        if (p == rank) continue;
+        int32_t msg[2];
+        b.recv(p, 9, msg, sizeof(msg));
+        EXPECT_EQ(msg[0], p);
+        EXPECT_EQ(msg[1], round) << "from rank " << p << " out of order";
+      }
+    int fds = openDescriptors(), threads = threadsInProcess();
+    for (int m = maxFds.load(); fds > m && !maxFds.compare_exchange_weak(m, fds);) {}
+    for (int m = maxThreads.load(); threads > m && !maxThreads.compare_exchange_weak(m, threads);) {}
+    std::vector<int32_t> all(kRanks);
+    all[rank] = rank * 3;
+    b.allGather(all.data(), sizeof(int32_t));
+    for (int r = 0; r < kRanks; ++r) EXPECT_EQ(all[r], r * 3);
+  });
+  unsetenv("WEFT_BOOTSTRAP_MAX_CONNS");
+  EXPECT_EQ(joined.load(), kRanks);
+  // Per rank: its listener, at most 3 outgoing and (on average) 3 incoming
+  // ends; a connection to every peer would be 2 x 23 per rank.
+  EXPECT_LE(maxFds.load() - fdsBefore, kRanks * 8) << "descriptors grew with the peers, not the limit";
+  // Per rank: its application thread and its inbox thread.
+  EXPECT_LE(maxThreads.load() - threadsBefore, kRanks * 2 + 2);
+}
+
+// Silent connects hold a descriptor each until their 5 s bound, but no
+// thread, and the real peers' messages pass them at once.
+TEST_F(BootstrapTest, SilentConnectsHoldNoThreadAndDelayNobody) {
+  runRanks(2, 20000, [](int rank, Bootstrap& b) {
+    if (rank == 0) {
+      SocketAddress peerListen = SocketAddress::parse(b.peerAddress(1), "rank 1");
+      const int threadsBefore = threadsInProcess();
+      std::vector<Socket> silent;
+      for (int i = 0; i < 300; ++i) silent.push_back(connectTo(peerListen, Deadline::after(2000), StopFlags{}, false));
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      EXPECT_LT(threadsInProcess() - threadsBefore, 4) << "silent connects took threads";
+      const auto t0 = std::chrono::steady_clock::now();
+      int token = 5;
+      b.send(1, 4, &token, sizeof(token));
+      b.recv(1, 4, &token, sizeof(token));
+      EXPECT_EQ(token, 6);
+      EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(2)) << "waited behind silent connects";
+    } else {
+      int token;
+      b.recv(0, 4, &token, sizeof(token));
+      token++;
+      b.send(0, 4, &token, sizeof(token));
+    }
+  });
+}
+
+TEST_F(BootstrapTest, ConnectionLimitBelowTheTreeIsRefused) {
+  setenv("WEFT_BOOTSTRAP_MAX_CONNS", "2", 1);
+  weftUniqueId id;
+  createUniqueId(&id, 2000);
+  try {
+    Bootstrap::join(id, 0, 1, 2000);
+    ADD_FAILURE() << "a limit of 2 was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), weftInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("WEFT_BOOTSTRAP_MAX_CONNS"), std::string::npos) << e.what();
+  }
+  unsetenv("WEFT_BOOTSTRAP_MAX_CONNS");
+}
+
 TEST_F(BootstrapTest, MissingRankTimesOutWithinBound) {
   weftUniqueId id;
   createUniqueId(&id, 400);

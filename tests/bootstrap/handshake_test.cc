@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -136,6 +137,60 @@ TEST(Handshake, SilentAcceptorTimesOut) {
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), weftTimeout) << e.what();
   }
+}
+
+// The non-blocking acceptor: fed as bytes arrive, it completes the same
+// handshake and checks the hello's MAC; a wrong secret, a tampered hello and
+// silence past its deadline each fail with a reason.
+handshake::Acceptor::Step feedUntilDone(handshake::Acceptor& a, int fd) {
+  for (;;) {
+    handshake::Acceptor::Step s = a.advance(fd);
+    if (s != handshake::Acceptor::Step::More) return s;
+    pollfd p{fd, POLLIN, 0};
+    poll(&p, 1, 10);
+  }
+}
+
+TEST(HandshakeAcceptor, CompletesAndChecksTheHello) {
+  // honest; a connector with another secret (it hangs up on the response); a tampered hello
+  for (int variant = 0; variant < 3; ++variant) {
+    Pair p;
+    handshake::Acceptor a(secretOf(1), Purpose::kPeer, sizeof(uint64_t), Deadline::after(2000));
+    auto conn = std::async(std::launch::async, [&] {
+      try {
+        handshake::Session s = handshake::connectSide(p.connector.fd(), secretOf(variant == 1 ? 2 : 1),
+                                                      Purpose::kPeer, Deadline::after(2000), StopFlags{}, "acceptor");
+        uint64_t hello = 42;
+        if (variant == 2) s.toAcceptor.sign(&hello, sizeof(hello), nullptr, 0, reinterpret_cast<uint8_t*>(&hello));
+        handshake::sendSigned(p.connector.fd(), s.toAcceptor, &hello, sizeof(hello), Deadline::after(2000),
+                              StopFlags{}, "acceptor");
+        return s;
+      } catch (const Error&) {
+        p.connector.shutdownBoth();
+        return handshake::Session{};
+      }
+    });
+    handshake::Acceptor::Step step = feedUntilDone(a, p.acceptor.fd());
+    conn.get();
+    if (variant == 0) {
+      ASSERT_EQ(step, handshake::Acceptor::Step::Done) << a.why();
+      uint64_t hello;
+      memcpy(&hello, a.hello().data(), sizeof(hello));
+      EXPECT_EQ(hello, 42u);
+    } else {
+      EXPECT_EQ(step, handshake::Acceptor::Step::Failed);
+      EXPECT_NE(a.why().find(variant == 1 ? "secret" : "integrity"), std::string::npos) << a.why();
+    }
+  }
+}
+
+TEST(HandshakeAcceptor, SilenceFailsAtItsDeadline) {
+  Pair p;
+  handshake::Acceptor a(secretOf(1), Purpose::kPeer, 8, Deadline::after(100));
+  const int64_t t0 = nowNs();
+  EXPECT_EQ(feedUntilDone(a, p.acceptor.fd()), handshake::Acceptor::Step::Failed);
+  EXPECT_EQ(a.why(), "timed out");
+  EXPECT_LT((nowNs() - t0) / 1000000, 1000);
 }
 
 TEST(StreamMac, AlteredReplayedAndReorderedMessagesFail) {

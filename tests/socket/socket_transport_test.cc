@@ -412,6 +412,36 @@ TEST_F(SocketTransportTest, StraySocketsAreRejected) {
   EXPECT_EQ(ranks_[0].errorCount() + ranks_[1].errorCount(), 0u);
 }
 
+// Connects that never finish their handshake (silent, or stalled after a
+// partial challenge) each have their own bound and are run side by side, so
+// 300 of them ahead of the real sockets delay nothing: with handshakes taken
+// one at a time (2 s each) they would outlast the 8 s accept deadline.
+TEST_F(SocketTransportTest, SilentConnectsDoNotDelayTheRealSockets) {
+  join({64 * 1024, 4}, /*timeoutMs=*/8000);
+  auto transport = makeSocketTransport();
+  recvConn_ = transport->connectRecv(ranks_[1].ctx, 0, kTag);
+  std::vector<Socket> silent;
+  ranks_[0].tapped->onRecv = [&](const void* d, size_t n) {
+    socket_wire::ConnectInfo info;
+    ASSERT_EQ(n, sizeof(info));
+    memcpy(&info, d, n);
+    handshake::Challenge c{handshake::kChallengeMagic, handshake::kVersion,
+                           static_cast<uint32_t>(handshake::Purpose::kSocketData), 0, {}};
+    for (int i = 0; i < 300; ++i) {
+      silent.push_back(connectTo(info.addr, Deadline::after(2000), StopFlags{}, false));
+      if (i % 2) sendAll(silent.back().fd(), &c, 10, Deadline::after(2000), StopFlags{}, "stalled");
+    }
+  };
+  const int64_t t0 = nowNs();
+  sendConn_ = transport->connectSend(ranks_[0].ctx, 1, kTag);
+  stream(ranks_, *sendConn_, *recvConn_, 1 << 20, true);
+  const int64_t ms = (nowNs() - t0) / 1000000;
+  EXPECT_EQ(silent.size(), 300u);
+  // Generous for a loaded machine; taken one at a time they would need 600 s.
+  EXPECT_LT(ms, 7000) << "the real sockets waited behind the silent ones";
+  EXPECT_EQ(ranks_[0].errorCount() + ranks_[1].errorCount(), 0u);
+}
+
 TEST_F(SocketTransportTest, MissingSenderTimesOut) {
   join({64 * 1024, 4}, /*timeoutMs=*/300);
   auto transport = makeSocketTransport();

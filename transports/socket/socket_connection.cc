@@ -4,6 +4,7 @@
 #include <sys/mman.h>
 
 #include <cstring>
+#include <list>
 
 #include "src/bootstrap/handshake.h"
 #include "src/util/error.h"
@@ -15,8 +16,10 @@ namespace weft {
 using namespace socket_wire;
 
 
-// How long a silent accepted socket may take to send its hello.
+// How long an accepted socket may take to complete its handshake and hello.
 static constexpr int64_t kHelloTimeoutMs = 2000;
+// How often the accepting proxy re-checks its deadlines and stop flags.
+static constexpr int64_t kAcceptPollSliceMs = 20;
 
 StagingFifo::StagingFifo(const FifoGeometry& g) {
   bytes_ = fifoBytes(g.nSlots, g.slotBytes);
@@ -176,46 +179,100 @@ void SocketConnection::leaveOnStop() {
   if (p_.abortFlag && p_.abortFlag->load()) proxyEnd_.fail();
 }
 
+// Accepts while earlier connections are still in their handshake: every
+// accepted socket runs its own handshake state machine with its own bound,
+// all from this one thread, so silent or slow connects (a scanner, a flood)
+// neither hold a thread each nor delay the real sockets behind them.
 bool SocketConnection::acceptAll() {
-  Deadline deadline = Deadline::after(p_.acceptTimeoutMs);
+  const Deadline deadline = Deadline::after(p_.acceptTimeoutMs);
   StopFlags stop{&halt_, p_.abortFlag};
+  std::list<PendingAccept> pending;
+  std::vector<pollfd> pfds;
   uint32_t arrived = 0;
+  bool starved = false;
   while (arrived < p_.nSockets) {
-    SocketAddress from;
-    Socket s = acceptFrom(listener_, deadline, stop, &from);
-    if (!s.valid()) {
-      if (stop.raised()) {
-        if (p_.abortFlag && p_.abortFlag->load()) proxyEnd_.fail();
-        return false;
-      }
-      failWith("only " + std::to_string(arrived) + " of " + std::to_string(p_.nSockets) +
-               " sockets connected within " + std::to_string(p_.acceptTimeoutMs) + " ms");
+    if (stop.raised()) {
+      if (p_.abortFlag && p_.abortFlag->load()) proxyEnd_.fail();
       return false;
     }
-    SocketHello h{};
-    Deadline helloDeadline{std::min(deadline.atNs, Deadline::after(kHelloTimeoutMs).atNs)};
-    handshake::Session session;
-    std::string bad;
-    if (!handshake::acceptSide(s.fd(), p_.secret, handshake::Purpose::kSocketData, helloDeadline, stop, &session,
-                               &bad) ||
-        !handshake::recvSigned(s.fd(), session.toAcceptor, &h, sizeof(h), helloDeadline, stop, &bad)) {
-      if (stop.raised()) return false;
-    } else if (h.magic != kHelloMagic || h.version != kVersion) bad = "bad magic (not a weft socket hello)";
-    else if (h.senderRank != p_.peer || h.tag != p_.tag || h.nonce != p_.nonce)
-      bad = "hello for another edge (rank " + std::to_string(h.senderRank) + ", tag " + std::to_string(h.tag) + ")";
-    else if (h.index >= p_.nSockets || sockets_[h.index].valid())
-      bad = "bad or repeated socket index " + std::to_string(h.index);
-    if (!bad.empty()) {
-      handshake::warnRejected("socket transport", from, bad);
-      continue;
+    if (deadline.passed()) {
+      failWith("only " + std::to_string(arrived) + " of " + std::to_string(p_.nSockets) +
+               " sockets connected within " + std::to_string(p_.acceptTimeoutMs) + " ms" +
+               (pending.empty() ? "" : " (" + std::to_string(pending.size()) + " connections still in their handshake)"));
+      return false;
     }
-    sockets_[h.index] = std::move(s);
-    ++arrived;
+    pfds.clear();
+    pfds.push_back(pollfd{starved ? -1 : listener_.fd(), POLLIN, 0});
+    for (auto& a : pending) pfds.push_back(pollfd{a.sock.fd(), POLLIN, 0});
+    int64_t sliceMs = std::min<int64_t>(kAcceptPollSliceMs, deadline.remainingNs() / 1000000 + 1);
+    if (::poll(pfds.data(), pfds.size(), static_cast<int>(sliceMs)) < 0 && errno != EINTR) raiseErrno("poll");
+    starved = false;
+    size_t k = 1;
+    for (auto it = pending.begin(); it != pending.end(); ++k) {
+      const bool ready = pfds[k].revents != 0;
+      if (!ready && !it->handshake.deadline().passed()) {
+        ++it;
+        continue;
+      }
+      const AcceptOutcome o = finishAccept(*it);
+      if (o == AcceptOutcome::Joined) ++arrived;
+      if (o == AcceptOutcome::Pending) ++it;
+      else it = pending.erase(it);
+    }
+    if (pfds[0].revents != 0) starved = !acceptPending(&pending, deadline);
   }
   listener_.close();
   WEFT_INFO(kNet, "NET/Socket: %u sockets from %s connected (tag %lu)", p_.nSockets, p_.peerName.c_str(),
             static_cast<unsigned long>(p_.tag));
   return true;
+}
+
+// Takes every connection waiting on the listener into `pending`. False when
+// descriptors ran out: the listener then rests one slice (handshakes that
+// end give theirs back) instead of spinning.
+bool SocketConnection::acceptPending(std::list<PendingAccept>* pending, Deadline deadline) {
+  for (;;) {
+    SocketAddress from;
+    int limitErr = 0;
+    Socket s = acceptWaiting(listener_, &from, &limitErr);
+    if (limitErr) {
+      WEFT_WARN("socket transport: cannot accept from %s: %s%s", p_.peerName.c_str(), strerror(limitErr),
+                resourceHint(limitErr).c_str());
+      return false;
+    }
+    if (!s.valid()) return true;
+    Deadline hello{std::min(deadline.atNs, Deadline::after(kHelloTimeoutMs).atNs)};
+    pending->push_back(PendingAccept{std::move(s), from,
+                                     handshake::Acceptor(p_.secret, handshake::Purpose::kSocketData,
+                                                         sizeof(SocketHello), hello)});
+  }
+}
+
+// Advances one handshake; Joined when it delivered one of this edge's
+// sockets (moved into sockets_), Rejected when it was turned away (logged),
+// Pending otherwise.
+SocketConnection::AcceptOutcome SocketConnection::finishAccept(PendingAccept& a) {
+  handshake::Acceptor::Step step = a.handshake.advance(a.sock.fd());
+  if (step == handshake::Acceptor::Step::More) {
+    if (!a.handshake.deadline().passed()) return AcceptOutcome::Pending;
+    return reject(a, "no complete hello within " + std::to_string(kHelloTimeoutMs) + " ms");
+  }
+  if (step == handshake::Acceptor::Step::Failed) return reject(a, a.handshake.why());
+  SocketHello h;
+  memcpy(&h, a.handshake.hello().data(), sizeof(h));
+  if (h.magic != kHelloMagic || h.version != kVersion) return reject(a, "bad magic (not a weft socket hello)");
+  if (h.senderRank != p_.peer || h.tag != p_.tag || h.nonce != p_.nonce)
+    return reject(a, "hello for another edge (rank " + std::to_string(h.senderRank) + ", tag " +
+                         std::to_string(h.tag) + ")");
+  if (h.index >= p_.nSockets || sockets_[h.index].valid())
+    return reject(a, "bad or repeated socket index " + std::to_string(h.index));
+  sockets_[h.index] = std::move(a.sock);
+  return AcceptOutcome::Joined;
+}
+
+SocketConnection::AcceptOutcome SocketConnection::reject(PendingAccept& a, const std::string& why) {
+  handshake::warnRejected("socket transport", a.from, why);
+  return AcceptOutcome::Rejected;
 }
 
 }  // namespace weft

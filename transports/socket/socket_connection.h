@@ -18,11 +18,13 @@
 
 #include <atomic>
 #include <functional>
+#include <list>
 #include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "src/bootstrap/handshake.h"
 #include "src/util/clock.h"
 #include "transports/socket/socket_wire.h"
 #include "transports/transport.h"
@@ -124,7 +126,17 @@ class SocketConnection final : public Connection, private FifoProgress {
   // On destruction: sends the slots already posted while the peer takes them.
   void drainOnDestroy();
   void recvLoop();
+  // A connection accepted by the receiving side, in its handshake.
+  struct PendingAccept {
+    Socket sock;
+    SocketAddress from;
+    handshake::Acceptor handshake;
+  };
+  enum class AcceptOutcome { Pending, Joined, Rejected };
   bool acceptAll();
+  bool acceptPending(std::list<PendingAccept>* pending, Deadline deadline);
+  AcceptOutcome finishAccept(PendingAccept& a);
+  AcceptOutcome reject(PendingAccept& a, const std::string& why);
   // Writes as much of socket i's pending parts as the kernel takes.
   bool pumpSend(uint32_t i, uint32_t posted, bool* failed);
   // Reads as much from socket i as there is; false when nothing moved.

@@ -1,0 +1,171 @@
+// Many ranks on one machine: P processes of T thread ranks each initialise
+// one communicator of P x T ranks, run an AllReduce and an AllToAll and
+// check both; each process then reports its descriptors, threads and
+// resident memory (for docs/scaling.md).
+//
+//   scale_ranks <processes> <threads per process> [count] [deadline s]
+//
+// The processes agree on the id through WEFT_COMM_ID (a free loopback port
+// chosen here) and WEFT_COMM_SECRET. Exit code 0 only when every rank of
+// every process checked its results.
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <dirent.h>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "weft/weft.h"
+
+namespace {
+
+int openDescriptors() {
+  int n = 0;
+  DIR* d = opendir("/proc/self/fd");
+  while (d && readdir(d)) ++n;
+  if (d) closedir(d);
+  return n - 3;  // ".", ".." and the directory's own descriptor
+}
+
+long statusField(const char* name) {
+  FILE* f = fopen("/proc/self/status", "r");
+  char line[256];
+  long v = -1;
+  const size_t len = strlen(name);
+  while (f && fgets(line, sizeof(line), f))
+    if (strncmp(line, name, len) == 0 && line[len] == ':') {
+      v = atol(line + len + 1);
+      break;
+    }
+  if (f) fclose(f);
+  return v;
+}
+
+struct Peak {
+  std::atomic<int> fds{0};
+  std::atomic<long> threads{0}, rssKb{0};
+  void sample() {
+    int f = openDescriptors();
+    long t = statusField("Threads"), r = statusField("VmRSS");
+    for (int m = fds.load(); f > m && !fds.compare_exchange_weak(m, f);) {}
+    for (long m = threads.load(); t > m && !threads.compare_exchange_weak(m, t);) {}
+    for (long m = rssKb.load(); r > m && !rssKb.compare_exchange_weak(m, r);) {}
+  }
+};
+
+// One thread rank: init, AllReduce (sum of rank+1 over every element),
+// AllToAll (block j of rank r carries r*1000+j), checks, destroy.
+bool runRank(int rank, int nranks, size_t count, Peak* peak, std::string* why) {
+  weftUniqueId id;
+  weftComm_t comm = nullptr;
+  if (weftGetUniqueId(&id) != weftSuccess || weftCommInitRank(&comm, nranks, id, rank) != weftSuccess) {
+    *why = std::string("init: ") + weftGetLastError(nullptr);
+    return false;
+  }
+  peak->sample();
+  std::vector<float> in(count, static_cast<float>(rank + 1)), out(count, 0.f);
+  bool ok = weftAllReduce(in.data(), out.data(), count, weftFloat32, weftSum, comm, nullptr) == weftSuccess;
+  const float expect = static_cast<float>(nranks) * (nranks + 1) / 2;
+  for (size_t i = 0; ok && i < count; ++i)
+    if (out[i] != expect) {
+      *why = "AllReduce element " + std::to_string(i) + " = " + std::to_string(out[i]);
+      ok = false;
+    }
+  std::vector<float> a2aIn(static_cast<size_t>(nranks)), a2aOut(static_cast<size_t>(nranks), -1.f);
+  for (int j = 0; j < nranks; ++j) a2aIn[j] = static_cast<float>(rank * 1000 + j);
+  if (ok) ok = weftAlltoAll(a2aIn.data(), a2aOut.data(), 1, weftFloat32, comm, nullptr) == weftSuccess;
+  for (int j = 0; ok && j < nranks; ++j)
+    if (a2aOut[j] != static_cast<float>(j * 1000 + rank)) {
+      *why = "AllToAll block " + std::to_string(j) + " = " + std::to_string(a2aOut[j]);
+      ok = false;
+    }
+  if (!ok && why->empty()) *why = std::string("collective: ") + weftGetLastError(comm);
+  peak->sample();
+  if (rank == 0 && getenv("SCALE_DUMP_FDS")) {
+    std::string cmd = "ls -l /proc/" + std::to_string(getpid()) + "/fd | awk '{print $NF}' | sed 's/[0-9]*//g' | sort | uniq -c";
+    if (system(cmd.c_str()) != 0) fprintf(stderr, "could not list descriptors\n");
+  }
+  weftCommDestroy(comm);
+  return ok;
+}
+
+int runProcess(int proc, int threads, int nranks, size_t count) {
+  Peak peak;
+  std::vector<std::thread> ranks;
+  std::vector<std::string> why(threads);
+  std::atomic<int> failed{0};
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int t = 0; t < threads; ++t)
+    ranks.emplace_back([&, t] {
+      if (!runRank(proc * threads + t, nranks, count, &peak, &why[t])) failed++;
+    });
+  for (auto& r : ranks) r.join();
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  for (int t = 0; t < threads; ++t)
+    if (!why[t].empty()) fprintf(stderr, "rank %d: %s\n", proc * threads + t, why[t].c_str());
+  printf("process %d: %d ranks, peak %d descriptors, %ld threads, VmRSS %ld MiB, %.1f s, %s\n", proc, threads,
+         peak.fds.load(), peak.threads.load(), peak.rssKb.load() / 1024, s, failed ? "FAILED" : "ok");
+  fflush(stdout);
+  return failed ? 1 : 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 3) {
+    fprintf(stderr, "usage: %s <processes> <threads per process> [count] [deadline s]\n", argv[0]);
+    return 2;
+  }
+  const int procs = atoi(argv[1]), threads = atoi(argv[2]);
+  const size_t count = argc > 3 ? strtoull(argv[3], nullptr, 10) : 1024;
+  if (procs < 1 || threads < 1) return 2;
+  if (!getenv("WEFT_COMM_ID")) {
+    // A port nobody listens on now: the kernel's next ephemeral one is as
+    // good as any, and a clash fails init clearly.
+    char addr[64];
+    snprintf(addr, sizeof(addr), "127.0.0.1:%d", 20000 + static_cast<int>(getpid() % 30000));
+    setenv("WEFT_COMM_ID", addr, 1);
+  }
+  setenv("WEFT_COMM_SECRET", "scale-test", 0);
+  setenv("WEFT_SOCKET_IFNAME", "lo", 0);
+  const int deadlineS = argc > 4 ? atoi(argv[4]) : 300;
+  std::vector<pid_t> pids;
+  for (int p = 0; p < procs; ++p) {
+    pid_t pid = fork();
+    if (pid == 0) {
+      prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive a killed parent
+      _exit(runProcess(p, threads, procs * threads, count));
+    }
+    pids.push_back(pid);
+  }
+  // Waits for every child, up to the deadline; then kills the rest.
+  int bad = 0, left = procs;
+  const auto t0 = std::chrono::steady_clock::now();
+  while (left > 0) {
+    int st = 0;
+    pid_t pid = waitpid(-1, &st, WNOHANG);
+    if (pid > 0) {
+      --left;
+      if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) ++bad;
+      continue;
+    }
+    if (std::chrono::steady_clock::now() - t0 > std::chrono::seconds(deadlineS)) {
+      fprintf(stderr, "%d processes still running after %d s: killed\n", left, deadlineS);
+      for (pid_t c : pids) kill(c, SIGKILL);
+      while (waitpid(-1, &st, 0) > 0) {}
+      bad += left;
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  printf("%d ranks in %d processes: %s\n", procs * threads, procs, bad ? "FAILED" : "ok");
+  return bad ? 1 : 0;
+}
