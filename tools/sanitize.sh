@@ -68,11 +68,12 @@ case "$kind" in
     export TSAN_OPTIONS="$common:second_deadlock_stack=1:suppressions=$supp/tsan.supp"
     # The tests where several threads or processes of weft meet: thread
     # ranks (ThreadCollectives, AlgorithmCollectives), process ranks
-    # (ProcessCollectives, ProcessFaults, the ll protocol), the bootstrap
-    # and its handshake, the socket transport, and every ibloop test (the
-    # IB transport's proxy threads over the loopback provider).
-    TSAN_TESTS='Thread|Algorithm.*Collectives|Process|LlProtocol|Bootstrap|Handshake|Socket|Root'
-    selection=(-R "$TSAN_TESTS|Ibloop|IbLoop" -LE "long|gpu")
+    # (ProcessCollectives, ProcessFaults, KilledRank*, the ll protocol's
+    # LowLatency*), the bootstrap and its handshake, the socket transport,
+    # and every ibloop test (the IB transport's proxy threads over the
+    # loopback provider: Ibloop*, Provider*).
+    TSAN_TESTS='Thread|AlgorithmCollectives|Process|KilledRank|LowLatency|Bootstrap|Handshake|StreamMac|Socket'
+    selection=(-R "$TSAN_TESTS|Ibloop|Provider" -LE "long|gpu")
     ;;
 esac
 
