@@ -32,6 +32,20 @@ using namespace bootstrap_wire;
 
 namespace {
 
+// Takes `lock`'s mutex before `deadline`, polling. std::timed_mutex would
+// wait in pthread_mutex_clocklock, which ThreadSanitizer does not intercept:
+// every unlock after it reads as an unlock of an unlocked mutex, and the
+// lock orders nothing, so real races behind it would go unseen. The waits
+// are short and rare (a send behind another send to the same peer, a query
+// behind another query), so polling costs nothing that matters.
+bool lockBefore(std::unique_lock<std::mutex>& lock, Deadline deadline) {
+  for (;;) {
+    if (lock.try_lock()) return true;
+    if (deadline.passed()) return false;
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+}
+
 class SocketBootstrap final : public Bootstrap, private Inbox::Sink {
  public:
   SocketBootstrap(int rank, int nranks, const Secret& secret, int64_t timeoutMs, Socket listener,
@@ -104,8 +118,8 @@ class SocketBootstrap final : public Bootstrap, private Inbox::Sink {
     const size_t n = peers.size();
     QueryResult r{std::vector<bool>(n, false), std::vector<std::vector<char>>(n), std::vector<std::string>(n)};
     const Deadline deadline = Deadline::after(waitMs);
-    std::unique_lock<std::timed_mutex> lock(queryMu_, std::defer_lock);
-    if (!lock.try_lock_for(std::chrono::milliseconds(waitMs))) {
+    std::unique_lock<std::mutex> lock(queryMu_, std::defer_lock);
+    if (!lockBefore(lock, deadline)) {
       for (auto& w : r.why) w = "another query of this rank did not end in time";
       return r;
     }
@@ -135,7 +149,7 @@ class SocketBootstrap final : public Bootstrap, private Inbox::Sink {
     if (shutDown_.exchange(true)) return;
     for (int p = 0; p < nranks_; ++p) {
       Outgoing& o = *out_[p];
-      std::lock_guard<std::timed_mutex> lock(o.mu);
+      std::lock_guard<std::mutex> lock(o.mu);
       if (!o.sock.valid()) continue;
       FrameHeader bye{kGoodbyeTag, 0, {}};
       o.mac.sign(&bye, kFrameSignedBytes, nullptr, 0, bye.mac);
@@ -147,7 +161,7 @@ class SocketBootstrap final : public Bootstrap, private Inbox::Sink {
 
  private:
   struct Outgoing {
-    std::timed_mutex mu;
+    std::mutex mu;
     Socket sock;
     handshake::StreamMac mac;
     std::atomic<bool> open{false};       // sock is valid (read without mu when choosing whom to retire)
@@ -337,8 +351,8 @@ class SocketBootstrap final : public Bootstrap, private Inbox::Sink {
     }
     Outgoing& o = *out_[peer];
     Deadline deadline = limit ? *limit : Deadline::after(timeoutMs_);
-    std::unique_lock<std::timed_mutex> lock(o.mu, std::defer_lock);
-    if (!lock.try_lock_for(std::chrono::nanoseconds(deadline.remainingNs())))
+    std::unique_lock<std::mutex> lock(o.mu, std::defer_lock);
+    if (!lockBefore(lock, deadline))
       raise(weftTimeout, "bootstrap send to rank %d: another send to it did not end in time", peer);
     StopFlags stop{&aborted_, nullptr};
     std::string what = "rank " + std::to_string(peer) + " at " + table_[peer].str();
@@ -395,7 +409,7 @@ class SocketBootstrap final : public Bootstrap, private Inbox::Sink {
       }
       if (victim < 0) return;
       Outgoing& v = *out_[victim];
-      std::unique_lock<std::timed_mutex> lock(v.mu, std::try_to_lock);
+      std::unique_lock<std::mutex> lock(v.mu, std::try_to_lock);
       if (!lock.owns_lock()) {
         busy[victim] = true;
         continue;
@@ -439,7 +453,7 @@ class SocketBootstrap final : public Bootstrap, private Inbox::Sink {
   std::mutex handlerMu_;
   std::function<void(int)> peerLost_;
   QueryHandler queryHandler_;
-  std::timed_mutex queryMu_;
+  std::mutex queryMu_;
   uint64_t queryCount_ = 0;  // under queryMu_
   std::mutex answerMu_;
   std::condition_variable answerCv_;
