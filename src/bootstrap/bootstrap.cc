@@ -363,10 +363,7 @@ class SocketBootstrap final : public Bootstrap {
       if (!stopping_.load()) reject(from, bad);
       return -1;
     }
-    if (h.magic != kPeerHelloMagic) bad = "bad magic (not a weft bootstrap hello)";
-    else if (h.version != kVersion) bad = "version " + std::to_string(h.version);
-    else if (h.nranks != nranks_ || h.fromRank < 0 || h.fromRank >= nranks_ || h.fromRank == rank_)
-      bad = "claims rank " + std::to_string(h.fromRank) + " of " + std::to_string(h.nranks);
+    bad = peerHelloProblem(h, rank_, nranks_);
     bool wasConnected = false;
     if (bad.empty() && !connectedFrom_[h.fromRank].compare_exchange_strong(wasConnected, true))
       bad = "rank " + std::to_string(h.fromRank) + " is already connected";
@@ -385,10 +382,12 @@ class SocketBootstrap final : public Bootstrap {
       FrameHeader fh;
       std::vector<char> payload;
       IoStatus st = tryRecvAll(fd, &fh, sizeof(fh), noDeadline(), stop);
-      if (st == IoStatus::Ok && fh.bytes > kMaxFrameBytes) {
-        WEFT_WARN("bootstrap rank %d: rank %d sent a %lu-byte frame (limit %lu); closing that connection", rank_,
-                  peer, static_cast<unsigned long>(fh.bytes), static_cast<unsigned long>(kMaxFrameBytes));
-        st = IoStatus::Error;
+      if (st == IoStatus::Ok) {
+        const std::string bad = frameHeaderProblem(fh);
+        if (!bad.empty()) {
+          WEFT_WARN("bootstrap rank %d: rank %d sent %s; closing that connection", rank_, peer, bad.c_str());
+          st = IoStatus::Error;
+        }
       }
       if (st == IoStatus::Ok) st = recvPayload(fd, fh.bytes, stop, &payload);
       if (st == IoStatus::Ok && !mac.verify(&fh, kFrameSignedBytes, payload.data(), payload.size(), fh.mac)) {
@@ -464,15 +463,6 @@ class SocketBootstrap final : public Bootstrap {
   uint64_t queryCount_ = 0;  // under queryMu_
 };
 
-const char* rootStatusText(int32_t status) {
-  switch (status) {
-    case kRootNranksMismatch: return "nranks differs from the other ranks'";
-    case kRootDuplicateRank: return "another process already joined with this rank";
-    case kRootTimedOut: return "the root timed out before every rank joined";
-  }
-  return "unknown status";
-}
-
 // The root's answer: the address table when every rank joined, else why not.
 std::vector<SocketAddress> readRootReply(int fd, handshake::StreamMac& mac, int rank, int nranks, Deadline deadline,
                                          int64_t timeoutMs, const std::string& rootName) {
@@ -487,8 +477,7 @@ std::vector<SocketAddress> readRootReply(int fd, handshake::StreamMac& mac, int 
           rootName.c_str());
   if (st != IoStatus::Ok) raise(weftSystemError, "bootstrap rank %d: %s: %s", rank, rootName.c_str(), strerror(err));
   if (r.magic != kRootReplyMagic) raise(weftRemoteError, "bootstrap rank %d: %s sent garbage", rank, rootName.c_str());
-  std::vector<SocketAddress> table;
-  if (r.status == kRootOk && r.nranks == nranks) table.resize(nranks);
+  std::vector<SocketAddress> table(rootReplyTableEntries(r, nranks));
   uint8_t tag[handshake::kMacBytes];
   st = tryRecvAll(fd, table.data(), table.size() * sizeof(SocketAddress), deadline, StopFlags{}, &err);
   if (st == IoStatus::Ok) st = tryRecvAll(fd, tag, sizeof(tag), deadline, StopFlags{}, &err);
@@ -496,11 +485,7 @@ std::vector<SocketAddress> readRootReply(int fd, handshake::StreamMac& mac, int 
     raise(weftRemoteError, "bootstrap rank %d: %s: reply cut short (%s)", rank, rootName.c_str(), ioStatusName(st));
   if (!mac.verify(&r, sizeof(r), table.data(), table.size() * sizeof(SocketAddress), tag))
     raise(weftRemoteError, "bootstrap rank %d: %s: reply failed its integrity check", rank, rootName.c_str());
-  if (r.status != kRootOk)
-    raise(r.status == kRootTimedOut ? weftTimeout : weftInvalidArgument, "bootstrap rank %d of %d: %s: %s", rank,
-          nranks, rootName.c_str(), rootStatusText(r.status));
-  if (r.nranks != nranks)
-    raise(weftInternalError, "bootstrap rank %d: root answered for %d ranks, expected %d", rank, r.nranks, nranks);
+  checkRootReply(r, rank, nranks, rootName);
   return table;
 }
 
@@ -509,8 +494,10 @@ std::vector<SocketAddress> readRootReply(int fd, handshake::StreamMac& mac, int 
 std::unique_ptr<Bootstrap> Bootstrap::join(const weftUniqueId& id, int rank, int nranks, int64_t timeoutMs) {
   UniqueIdLayout l;
   memcpy(&l, id.internal, sizeof(l));
-  if (l.magic != kIdMagic || l.version != kVersion || l.root.empty())
-    raise(weftInvalidArgument, "unique id is malformed (not made by weftGetUniqueId of this weft version)");
+  const std::string idBad = uniqueIdProblem(l);
+  if (!idBad.empty())
+    raise(weftInvalidArgument, "unique id is malformed (%s: not made by weftGetUniqueId of this weft version)",
+          idBad.c_str());
   if (nranks <= 0 || rank < 0 || rank >= nranks)
     raise(weftInvalidArgument, "bootstrap join: rank %d of %d is out of range", rank, nranks);
   if (timeoutMs <= 0) raise(weftInvalidArgument, "bootstrap join: timeout %ld ms", static_cast<long>(timeoutMs));

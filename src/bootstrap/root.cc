@@ -110,14 +110,6 @@ class Root {
     if (st != IoStatus::Ok) WEFT_WARN("bootstrap root: could not answer a rank: %s", ioStatusName(st));
   }
 
-  static std::string helloProblem(const RootHello& h) {
-    if (h.magic != kRootHelloMagic) return "bad magic (not a weft bootstrap hello)";
-    if (h.version != kVersion) return "version " + std::to_string(h.version) + ", expected " + std::to_string(kVersion);
-    if (h.nranks <= 0 || h.nranks > kMaxRanks || h.rank < 0 || h.rank >= h.nranks || h.listen.empty())
-      return "claims rank " + std::to_string(h.rank) + " of " + std::to_string(h.nranks);
-    return std::string();
-  }
-
   // Authenticates one connection and reads its hello; keeps the connection
   // if the rank is accepted. A handshake under way when the root's deadline
   // passes still completes (within its own bound), so a rank that came late
@@ -130,7 +122,7 @@ class Root {
     RootHello h{};
     if (handshake::acceptSide(s.fd(), secret_, handshake::Purpose::kRoot, helloDeadline, stop, &session, &bad) &&
         handshake::recvSigned(s.fd(), session.toAcceptor, &h, sizeof(h), helloDeadline, stop, &bad))
-      bad = helloProblem(h);
+      bad = rootHelloProblem(h);
     if (!bad.empty()) {
       WEFT_WARN("bootstrap: rejected connection from %s: %s", from.str().c_str(), bad.c_str());
       return;

@@ -200,11 +200,10 @@ bool SocketConnection::acceptAll() {
                                &bad) ||
         !handshake::recvSigned(s.fd(), session.toAcceptor, &h, sizeof(h), helloDeadline, stop, &bad)) {
       if (stop.raised()) return false;
-    } else if (h.magic != kHelloMagic || h.version != kVersion) bad = "bad magic (not a weft socket hello)";
-    else if (h.senderRank != p_.peer || h.tag != p_.tag || h.nonce != p_.nonce)
-      bad = "hello for another edge (rank " + std::to_string(h.senderRank) + ", tag " + std::to_string(h.tag) + ")";
-    else if (h.index >= p_.nSockets || sockets_[h.index].valid())
-      bad = "bad or repeated socket index " + std::to_string(h.index);
+    } else if (bad = socketHelloProblem(h, p_.peer, p_.tag, p_.nonce, p_.nSockets); bad.empty() &&
+               sockets_[h.index].valid()) {
+      bad = "repeated socket index " + std::to_string(h.index);
+    }
     if (!bad.empty()) {
       WEFT_WARN("socket transport: rejected connection from %s: %s", from.str().c_str(), bad.c_str());
       continue;
