@@ -170,6 +170,33 @@ void textSeeds() {
   write("bench_flags", "help", argv({"-h"}));
 }
 
+// The stateful harnesses' inputs are op codes (see each *_fuzz.cc).
+void statefulSeeds() {
+  // bootstrap_root: two ranks of a 2-rank job; one rank alone; garbage then a rank.
+  // Per connection: mode, then (signed hellos) how, rank, nranks - 1.
+  write("bootstrap_root", "two_ranks", {1, 0, 0, 0, 1, 0, 0, 1, 1});
+  write("bootstrap_root", "one_rank", {0, 0, 0, 0, 0});
+  write("bootstrap_root", "garbage_then_rank", {1, 6, 4, 'a', 'b', 'c', 'd', 0, 0, 0, 0});
+  write("bootstrap_root", "bad_nranks", {0, 0, 2, 0, 0, 0xff, 0xff, 0xff, 0x7f});
+  write("bootstrap_root", "duplicate_rank", {2, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 1, 1});
+  // bootstrap_reader: a 2-rank job, rank 1 sends frames with tags 1 and 42.
+  write("bootstrap_reader", "frames", {0, 0, 0, 0, 0, 3, 'a', 'b', 'c', 0, 1, 2, 4, 'w', 'x', 'y', 'z'});
+  write("bootstrap_reader", "three_ranks", {1, 0, 0, 0, 0, 1, 'q', 1, 1, 0, 2, 2, 'r', 's'});
+  write("bootstrap_reader", "goodbye", {0, 0, 0, 0, 5, 0});
+  write("bootstrap_reader", "huge_header", {0, 0, 4, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0x10});
+  // socket_pump: 4 slots of 256 bytes, 2 sockets, inline on; slots of 100, 0 and 256 bytes.
+  Bytes pump;
+  pump.put(uint8_t(3)).put(uint8_t(3)).put(uint8_t(1)).put(uint8_t(1));
+  pump.put(uint8_t(0)).put(uint16_t(100));
+  for (int i = 0; i < 100; ++i) pump.put(uint8_t(i));
+  pump.put(uint8_t(1)).put(uint16_t(0));
+  pump.put(uint8_t(2)).put(uint16_t(256));
+  for (int i = 0; i < 256; ++i) pump.put(uint8_t(255 - i));
+  write("socket_pump", "slots", pump.b);
+  write("socket_pump", "close_marker", {0, 0, 0, 0, 6});
+  write("socket_pump", "bad_header", {1, 1, 0, 1, 5, 0xff, 0xff, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0});
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -183,5 +210,6 @@ int main(int argc, char** argv) {
   handshakeSeeds();
   conninfoSeeds();
   textSeeds();
+  statefulSeeds();
   return 0;
 }
