@@ -6,10 +6,6 @@
 #include <cstring>
 #include <string>
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <cpuid.h>
-#endif
-
 #include "src/kernels/loop_table.h"
 #include "src/util/settings.h"
 #include "src/util/error.h"
@@ -71,15 +67,6 @@ const LoopTable* tableOf(SimdLevel level) {
   return nullptr;
 }
 
-#if defined(__x86_64__) || defined(__i386__)
-// F16C from CPUID leaf 1 (clang before 15 has no "f16c" for
-// __builtin_cpu_supports, so the library would not build with it).
-bool cpuHasF16c() {
-  unsigned a = 0, b = 0, c = 0, d = 0;
-  return __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C);
-}
-#endif
-
 bool cpuSupports(SimdLevel level) {
 #if defined(__x86_64__) || defined(__i386__)
   switch (level) {
@@ -87,10 +74,11 @@ bool cpuSupports(SimdLevel level) {
     case SimdLevel::Sse2:
       return true;
     case SimdLevel::Avx2:
-      return __builtin_cpu_supports("avx2") && cpuHasF16c();
+      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
     case SimdLevel::Avx512:
       return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-             __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") && cpuHasF16c();
+             __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
+             __builtin_cpu_supports("f16c");
   }
   return false;
 #else
