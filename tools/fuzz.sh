@@ -13,8 +13,9 @@
 # executions, seconds and the result. Exit status: 1 when any target
 # crashed, leaked, hit UB or timed out.
 #
-# Needs clang and the libFuzzer runtime (Debian 12: clang-14 and
-# libclang-rt-14-dev); installed here when missing, never by tools/setup.sh
+# Needs clang 18 or later (the kernels use floating-point template
+# arguments) and its libFuzzer runtime: Debian 12 has clang-19 and
+# libclang-rt-19-dev, installed here when missing, never by tools/setup.sh
 # (the CI smoke is the gcc replay build, `ctest -L fuzz`).
 set -euo pipefail
 
@@ -40,7 +41,7 @@ for f in "${flags[@]+"${flags[@]}"}"; do
 done
 
 find_clang() {
-  for c in clang++ clang++-16 clang++-15 clang++-14; do
+  for c in clang++-19 clang++-20 clang++-18; do
     if command -v "$c" >/dev/null; then
       local rt
       rt="$("$c" -print-file-name=libclang_rt.fuzzer-x86_64.a 2>/dev/null || true)"
@@ -53,22 +54,27 @@ find_clang() {
 
 CXX_BIN="$(find_clang || true)"
 if [ -z "$CXX_BIN" ]; then
-  echo "fuzz.sh: installing clang and the libFuzzer runtime (clang-14 libclang-rt-14-dev)" >&2
+  echo "fuzz.sh: installing clang and the libFuzzer runtime (clang-19 libclang-rt-19-dev)" >&2
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
-  $SUDO apt-get install -y --no-install-recommends clang-14 libclang-rt-14-dev >&2
+  $SUDO apt-get install -y --no-install-recommends clang-19 libclang-rt-19-dev >&2
   CXX_BIN="$(find_clang)" || { echo "fuzz.sh: no clang with libFuzzer found" >&2; exit 2; }
 fi
 CC_BIN="${CXX_BIN/clang++/clang}"
+# A build dir configured with another compiler starts afresh.
+if [ -f "$BUILD/CMakeCache.txt" ] && ! grep -q "CMAKE_CXX_COMPILER:.*=.*$CXX_BIN\$" "$BUILD/CMakeCache.txt"; then
+  rm -rf "$BUILD"
+fi
 
 SAN="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer -g -O1"
 if [ ! -f "$BUILD/CMakeCache.txt" ]; then
+  mkdir -p "$BUILD"
   cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DCMAKE_C_COMPILER="$CC_BIN" -DCMAKE_CXX_COMPILER="$CXX_BIN" \
     -DCMAKE_C_FLAGS="$SAN" -DCMAKE_CXX_FLAGS="$SAN" \
     -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" \
     -DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache \
     -DWEFT_ENABLE_CUDA=OFF -DWEFT_BUILD_TOOLS=OFF -DWEFT_BUILD_NCCL_COMPAT=OFF -DWEFT_BUILD_TORCH=OFF \
-    -DWEFT_FUZZ_LIBFUZZER=ON >"$BUILD.configure.log" 2>&1 || { cat "$BUILD.configure.log" >&2; exit 2; }
+    -DWEFT_FUZZ_LIBFUZZER=ON >"$BUILD/configure.log" 2>&1 || { cat "$BUILD/configure.log" >&2; exit 2; }
 fi
 cmake --build "$BUILD" -j"${WEFT_FUZZ_JOBS:-2}" --target "${targets[@]/#/fuzz_}"
 
