@@ -174,9 +174,14 @@ class Root {
       WEFT_INFO(kBootstrap, "bootstrap root at %s: all %d ranks joined", addr_.str().c_str(), nranks_);
       return;
     }
+    // The first few missing ranks by number, then a count: a hello may claim
+    // up to kMaxRanks ranks, and the log line is cut at 2 KiB anyway.
+    constexpr int kListed = 32;
     std::string missing;
+    int nMissing = 0;
     for (int r = 0; r < nranks_; ++r)
-      if (!ranks_[r].sock.valid()) missing += (missing.empty() ? "" : ",") + std::to_string(r);
+      if (!ranks_[r].sock.valid() && ++nMissing <= kListed) missing += (missing.empty() ? "" : ",") + std::to_string(r);
+    if (nMissing > kListed) missing += " and " + std::to_string(nMissing - kListed) + " more";
     WEFT_WARN("bootstrap root at %s: timed out after %ld ms with %d of %d ranks joined (missing: %s)",
               addr_.str().c_str(), static_cast<long>(timeoutMs_), joined_, nranks_,
               nranks_ ? missing.c_str() : "all");
