@@ -74,7 +74,7 @@ void connector(fuzz::Reader& in, const Secret& secret) {
 void signedHello(fuzz::Reader& in, bool sign) {
   Digest256 key{};
   const auto k = in.bytes(key.size());
-  memcpy(key.data(), k.data(), k.size());
+  if (!k.empty()) memcpy(key.data(), k.data(), k.size());
   const size_t helloBytes = 1 + in.byte() % 64;
   const uint8_t flip = in.byte();
   std::vector<uint8_t> peer = in.bytes(in.left());

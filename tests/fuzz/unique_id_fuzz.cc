@@ -12,7 +12,7 @@ using namespace weft;
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   weftUniqueId id;
   memset(&id, 0, sizeof(id));
-  memcpy(id.internal, data, std::min(size, sizeof(id.internal)));
+  if (size) memcpy(id.internal, data, std::min(size, sizeof(id.internal)));
   bootstrap_wire::UniqueIdLayout l;
   memcpy(&l, id.internal, sizeof(l));
   const std::string bad = bootstrap_wire::uniqueIdProblem(l);
