@@ -61,7 +61,9 @@ ParseResult parseOptions(int argc, char** argv) {
     result.error = message;
     return result;
   };
-  optind = 1;
+  // 0, not 1: glibc then also forgets where it was inside the previous
+  // argv (a later parse would read a freed argument otherwise).
+  optind = 0;
   opterr = 0;
   int c;
   while ((c = getopt_long(argc, argv, "t:g:b:e:i:f:n:m:w:N:p:c:o:d:r:z:y:T:G:C:a:J:R:u:x:I:K:S:M:D:V:h", kLong,

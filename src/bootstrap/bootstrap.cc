@@ -462,18 +462,6 @@ class SocketBootstrap final : public Bootstrap, private Inbox::Sink {
   std::unique_ptr<Inbox> inbox_;  // last: its thread calls into the members above
 };
 
-const char* rootStatusText(int32_t status) {
-  switch (status) {
-    case kRootNranksMismatch: return "nranks differs from the other ranks'";
-    case kRootDuplicateRank: return "another process already joined with this rank";
-    case kRootTimedOut: return "the root timed out before every rank joined";
-    case kRootOutOfResources:
-      return "the root's process ran out of descriptors or threads while the ranks joined (raise ulimit -n / "
-             "ulimit -u where rank 0 runs; its log names the limit and its value)";
-  }
-  return "unknown status";
-}
-
 // The root's answer: the address table when every rank joined, else why not.
 std::vector<SocketAddress> readRootReply(int fd, handshake::StreamMac& mac, int rank, int nranks, Deadline deadline,
                                          int64_t timeoutMs, const std::string& rootName) {
@@ -488,8 +476,7 @@ std::vector<SocketAddress> readRootReply(int fd, handshake::StreamMac& mac, int 
           rootName.c_str());
   if (st != IoStatus::Ok) raise(weftSystemError, "bootstrap rank %d: %s: %s", rank, rootName.c_str(), strerror(err));
   if (r.magic != kRootReplyMagic) raise(weftRemoteError, "bootstrap rank %d: %s sent garbage", rank, rootName.c_str());
-  std::vector<SocketAddress> table;
-  if (r.status == kRootOk && r.nranks == nranks) table.resize(nranks);
+  std::vector<SocketAddress> table(rootReplyTableEntries(r, nranks));
   uint8_t tag[handshake::kMacBytes];
   st = tryRecvAll(fd, table.data(), table.size() * sizeof(SocketAddress), deadline, StopFlags{}, &err);
   if (st == IoStatus::Ok) st = tryRecvAll(fd, tag, sizeof(tag), deadline, StopFlags{}, &err);
@@ -497,14 +484,7 @@ std::vector<SocketAddress> readRootReply(int fd, handshake::StreamMac& mac, int 
     raise(weftRemoteError, "bootstrap rank %d: %s: reply cut short (%s)", rank, rootName.c_str(), ioStatusName(st));
   if (!mac.verify(&r, sizeof(r), table.data(), table.size() * sizeof(SocketAddress), tag))
     raise(weftRemoteError, "bootstrap rank %d: %s: reply failed its integrity check", rank, rootName.c_str());
-  if (r.status != kRootOk)
-    raise(r.status == kRootTimedOut         ? weftTimeout
-          : r.status == kRootOutOfResources ? weftSystemError
-                                            : weftInvalidArgument,
-          "bootstrap rank %d of %d: %s: %s", rank,
-          nranks, rootName.c_str(), rootStatusText(r.status));
-  if (r.nranks != nranks)
-    raise(weftInternalError, "bootstrap rank %d: root answered for %d ranks, expected %d", rank, r.nranks, nranks);
+  checkRootReply(r, rank, nranks, rootName);
   return table;
 }
 
@@ -513,8 +493,10 @@ std::vector<SocketAddress> readRootReply(int fd, handshake::StreamMac& mac, int 
 std::unique_ptr<Bootstrap> Bootstrap::join(const weftUniqueId& id, int rank, int nranks, int64_t timeoutMs) {
   UniqueIdLayout l;
   memcpy(&l, id.internal, sizeof(l));
-  if (l.magic != kIdMagic || l.version != kVersion || l.root.empty())
-    raise(weftInvalidArgument, "unique id is malformed (not made by weftGetUniqueId of this weft version)");
+  const std::string idBad = uniqueIdProblem(l);
+  if (!idBad.empty())
+    raise(weftInvalidArgument, "unique id is malformed (%s: not made by weftGetUniqueId of this weft version)",
+          idBad.c_str());
   if (nranks <= 0 || rank < 0 || rank >= nranks)
     raise(weftInvalidArgument, "bootstrap join: rank %d of %d is out of range", rank, nranks);
   if (timeoutMs <= 0) raise(weftInvalidArgument, "bootstrap join: timeout %ld ms", static_cast<long>(timeoutMs));

@@ -32,6 +32,19 @@ const char* failureText(IoStatus st) {
 
 }  // namespace
 
+std::string challengeProblem(const Challenge& c, Purpose purpose) {
+  if (c.magic != kChallengeMagic || c.version != kVersion)
+    return "bad magic (not a weft handshake, or another weft version)";
+  if (c.purpose != static_cast<uint32_t>(purpose))
+    return "handshake for another kind of connection (purpose " + std::to_string(c.purpose) + ")";
+  return std::string();
+}
+
+std::string responseProblem(const Response& r) {
+  if (r.magic != kResponseMagic || r.version != kVersion) return "garbage (not a weft peer?)";
+  return std::string();
+}
+
 void StreamMac::compute(const void* a, size_t aBytes, const void* b, size_t bBytes, uint8_t mac[kMacBytes]) {
   HmacSha256 h(key_.data(), key_.size());
   h.update(&seq_, sizeof(seq_)).update(&aBytes, sizeof(aBytes)).update(a, aBytes).update(b, bBytes);
@@ -65,7 +78,7 @@ Session connectSide(int fd, const Secret& secret, Purpose purpose, Deadline dead
     raise(weftRemoteError, "%s %s during authentication (not a weft peer of this communicator, or a different "
           "weft version)", what.c_str(), err ? strerror(err) : failureText(st));
   Digest256 expected = derive(secret, "acceptor", purpose, c.nonce, r.nonce);
-  if (r.magic != kResponseMagic || r.version != kVersion)
+  if (!responseProblem(r).empty())
     raise(weftRemoteError, "%s answered the authentication challenge with garbage (not a weft peer?)",
           what.c_str());
   if (!constantTimeEqual(expected.data(), r.mac, sizeof(r.mac)))
@@ -86,14 +99,8 @@ bool acceptSide(int fd, const Secret& secret, Purpose purpose, Deadline deadline
     *why = st == IoStatus::Eof ? "closed before a complete challenge" : ioStatusName(st);
     return false;
   }
-  if (c.magic != kChallengeMagic || c.version != kVersion) {
-    *why = "bad magic (not a weft handshake, or another weft version)";
-    return false;
-  }
-  if (c.purpose != static_cast<uint32_t>(purpose)) {
-    *why = "handshake for another kind of connection (purpose " + std::to_string(c.purpose) + ")";
-    return false;
-  }
+  *why = challengeProblem(c, purpose);
+  if (!why->empty()) return false;
   Response r{kResponseMagic, kVersion, {}, {}};
   randomBytes(r.nonce, sizeof(r.nonce));
   Digest256 mac = derive(secret, "acceptor", purpose, c.nonce, r.nonce);

@@ -54,6 +54,12 @@ struct Proof {
   uint8_t mac[32];
 };
 
+// What is wrong with a challenge or response as it arrived (before any MAC
+// is checked); empty when its fixed fields are right. Apart from the I/O so
+// they can be fuzzed on their own.
+std::string challengeProblem(const Challenge& c, Purpose purpose);
+std::string responseProblem(const Response& r);
+
 // One direction of an authenticated stream.
 class StreamMac {
  public:

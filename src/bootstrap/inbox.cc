@@ -155,16 +155,11 @@ void Inbox::advanceHandshake(std::list<Pending>::iterator it) {
 bool Inbox::admit(Pending& p, int* peer, std::string* why) {
   PeerHello h;
   memcpy(&h, p.handshake.hello().data(), sizeof(h));
-  if (h.magic != kPeerHelloMagic) *why = "bad magic (not a weft bootstrap hello)";
-  else if (h.version != kVersion) *why = "version " + std::to_string(h.version);
-  else if (h.nranks != nranks_ || h.fromRank < 0 || h.fromRank >= nranks_ || h.fromRank == rank_)
-    *why = "claims rank " + std::to_string(h.fromRank) + " of " + std::to_string(h.nranks);
-  else if (linkedFrom_[h.fromRank]) *why = "rank " + std::to_string(h.fromRank) + " is already connected";
-  else {
-    *peer = h.fromRank;
-    return true;
-  }
-  return false;
+  *why = peerHelloProblem(h, rank_, nranks_);
+  if (why->empty() && linkedFrom_[h.fromRank]) *why = "rank " + std::to_string(h.fromRank) + " is already connected";
+  if (!why->empty()) return false;
+  *peer = h.fromRank;
+  return true;
 }
 
 void Inbox::reject(const std::string& from, const std::string& why) {
@@ -197,9 +192,8 @@ Inbox::ReadResult Inbox::readFrames(Link& l) {
     if (!l.inPayload) {
       l.headerGot += static_cast<size_t>(n);
       if (l.headerGot < sizeof(l.header)) continue;
-      if (l.header.bytes > kMaxFrameBytes) {
-        WEFT_WARN("bootstrap rank %d: rank %d sent a %lu-byte frame (limit %lu); closing that connection", rank_,
-                  l.peer, static_cast<unsigned long>(l.header.bytes), static_cast<unsigned long>(kMaxFrameBytes));
+      if (const std::string bad = frameHeaderProblem(l.header); !bad.empty()) {
+        WEFT_WARN("bootstrap rank %d: rank %d sent %s; closing that connection", rank_, l.peer, bad.c_str());
         return ReadResult::Broken;
       }
       l.inPayload = true;

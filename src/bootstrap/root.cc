@@ -138,14 +138,6 @@ class Root {
     if (st != IoStatus::Ok) WEFT_WARN("bootstrap root: could not answer a rank: %s", ioStatusName(st));
   }
 
-  static std::string helloProblem(const RootHello& h) {
-    if (h.magic != kRootHelloMagic) return "bad magic (not a weft bootstrap hello)";
-    if (h.version != kVersion) return "version " + std::to_string(h.version) + ", expected " + std::to_string(kVersion);
-    if (h.nranks <= 0 || h.nranks > kMaxRanks || h.rank < 0 || h.rank >= h.nranks || h.listen.empty())
-      return "claims rank " + std::to_string(h.rank) + " of " + std::to_string(h.nranks);
-    return std::string();
-  }
-
   // Authenticates one connection and reads its hello; keeps the connection
   // if the rank is accepted. A handshake under way when the root's deadline
   // passes still completes (within its own bound), so a rank that came late
@@ -158,7 +150,7 @@ class Root {
     RootHello h{};
     if (handshake::acceptSide(s.fd(), secret_, handshake::Purpose::kRoot, helloDeadline, stop, &session, &bad) &&
         handshake::recvSigned(s.fd(), session.toAcceptor, &h, sizeof(h), helloDeadline, stop, &bad))
-      bad = helloProblem(h);
+      bad = rootHelloProblem(h);
     if (!bad.empty()) {
       handshake::warnRejected("bootstrap", from, bad);
       return;
@@ -211,9 +203,14 @@ class Root {
       WEFT_INFO(kBootstrap, "bootstrap root at %s: all %d ranks joined", addr_.str().c_str(), nranks_);
       return;
     }
+    // The first few missing ranks by number, then a count: a hello may claim
+    // up to kMaxRanks ranks, and the log line is cut at 2 KiB anyway.
+    constexpr int kListed = 32;
     std::string missing;
+    int nMissing = 0;
     for (int r = 0; r < nranks_; ++r)
-      if (!ranks_[r].sock.valid()) missing += (missing.empty() ? "" : ",") + std::to_string(r);
+      if (!ranks_[r].sock.valid() && ++nMissing <= kListed) missing += (missing.empty() ? "" : ",") + std::to_string(r);
+    if (nMissing > kListed) missing += " and " + std::to_string(nMissing - kListed) + " more";
     WEFT_WARN("bootstrap root at %s: timed out after %ld ms with %d of %d ranks joined (missing: %s)%s%s",
               addr_.str().c_str(), static_cast<long>(timeoutMs_), joined_, nranks_,
               nranks_ ? missing.c_str() : "all", limitHit_.empty() ? "" : "; it could not serve every rank: ",

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <type_traits>
 
 #include "src/bootstrap/bootstrap.h"
@@ -109,5 +110,23 @@ constexpr uint64_t kMaxFrameBytes = 1ull << 30;
 
 // How long an accepted connection may take to send its hello.
 constexpr int64_t kHelloTimeoutMs = 5000;
+
+// The checks of what a peer sent, apart from the I/O that reads it (so they
+// can be tested and fuzzed on their own). Each returns an empty string when
+// the message is acceptable, else what is wrong with it.
+
+// A unique id handed in by the application: magic, version, root address.
+std::string uniqueIdProblem(const UniqueIdLayout& l);
+// A rank's hello at the root.
+std::string rootHelloProblem(const RootHello& h);
+// A rank's hello at rank `self` of `nranks`.
+std::string peerHelloProblem(const PeerHello& h, int self, int nranks);
+// A frame header (before its payload is read).
+std::string frameHeaderProblem(const FrameHeader& h);
+// How many SocketAddress entries follow the root's reply on the wire.
+size_t rootReplyTableEntries(const RootReply& r, int nranks);
+// The root's reply to rank `rank` of `nranks`, once its MAC checked out:
+// throws weft::Error naming what is wrong (a refusal, a wrong rank count).
+void checkRootReply(const RootReply& r, int rank, int nranks, const std::string& rootName);
 
 }  // namespace weft::bootstrap_wire

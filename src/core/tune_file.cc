@@ -47,6 +47,10 @@ double number(const std::string& path, int lineNo, const std::string& key, const
 void loadTuneFile(const std::string& path, algo::CostInputs* in) {
   std::ifstream f(path);
   if (!f) raise(weftInvalidArgument, "WEFT_TUNE_FILE=%s cannot be read", path.c_str());
+  readTune(f, path, in);
+}
+
+void readTune(std::istream& f, const std::string& path, algo::CostInputs* in) {
   std::string line;
   int lineNo = 0;
   algo::CostInputs read = *in;

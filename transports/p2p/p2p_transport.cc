@@ -1,4 +1,5 @@
 #include "transports/p2p/p2p_transport.h"
+#include "transports/p2p/p2p_wire.h"
 
 #include <cstring>
 #include <vector>
@@ -19,16 +20,9 @@ namespace {
 
 #if WEFT_HAVE_CUDA
 
-constexpr uint32_t kP2pMsgMagic = 0x50325031;  // "P2P1"
+using namespace p2p_wire;
 
-struct P2pOffer {
-  uint32_t magic = kP2pMsgMagic;
-  uint32_t sameProcess = 0;
-  uint64_t token = 0;       // same process: names the FIFO (local_handles)
-  uint64_t bytes = 0;
-  uint64_t dataOffset = 0;
-  int32_t device = -1;      // the receiver's GPU
-  int32_t pad = 0;
+struct P2pOffer : P2pOfferFields {
   cudaIpcMemHandle_t handle{};
 };
 
@@ -133,15 +127,16 @@ class P2pTransport : public Transport {
     P2pOffer offer;
     ctx.bootstrap->recv(peer, tag, &offer, sizeof(offer));
     const size_t bytes = fifoBytes(ctx.geometry.nSlots, ctx.geometry.slotBytes);
-    if (offer.magic != kP2pMsgMagic || offer.bytes != bytes || bool(offer.sameProcess) != c->sameProc)
-      raise(weftInternalError, "p2p: rank %d offered a FIFO this rank cannot use (%lu bytes, expected %zu)", peer,
-            static_cast<unsigned long>(offer.bytes), bytes);
     cuda::DeviceGuard guard(c->device);
     void* mem;
     int devices = 0;
-    if (cudaGetDeviceCount(&devices) != cudaSuccess || offer.device < 0 || offer.device >= devices)
-      raise(weftRemoteError, "p2p: rank %d offered a FIFO on GPU %d, which this process does not have", peer,
-            offer.device);
+    if (cudaGetDeviceCount(&devices) != cudaSuccess) devices = 0;
+    // The slots start where this rank's own layout puts them, not where the
+    // offer says: both ranks share one geometry.
+    const size_t slotsAt = bytes - size_t(ctx.geometry.nSlots) * ctx.geometry.slotBytes;
+    weftResult_t code = weftSuccess;
+    if (const std::string bad = p2pOfferProblem(offer, bytes, slotsAt, c->sameProc, devices, &code); !bad.empty())
+      raise(code, "p2p: rank %d offered %s", peer, bad.c_str());
     if (c->sameProc) {
       mem = local_handles::take(offer.token).get();
       if (!mem) raise(weftRemoteError, "p2p: rank %d says it is a thread of this process, but its FIFO is not here", peer);
@@ -154,12 +149,6 @@ class P2pTransport : public Transport {
       WEFT_CUDA_CHECK(cudaIpcOpenMemHandle(&c->opened, offer.handle, cudaIpcMemLazyEnablePeerAccess));
       mem = c->opened;
     }
-    // The slots start where this rank's own layout puts them, not where the
-    // offer says: both ranks share one geometry.
-    const size_t slotsAt = bytes - size_t(ctx.geometry.nSlots) * ctx.geometry.slotBytes;
-    if (offer.dataOffset != slotsAt)
-      raise(weftRemoteError, "p2p: rank %d's FIFO layout differs from this rank's (slots at %lu, expected %zu)", peer,
-            static_cast<unsigned long>(offer.dataOffset), slotsAt);
     c->end.attach(static_cast<FifoHeader*>(mem), static_cast<char*>(mem) + slotsAt, ctx.geometry);
     return c;
   }

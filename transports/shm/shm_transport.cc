@@ -16,26 +16,14 @@
 #include "src/util/log.h"
 #include "transports/shm/shm_segment.h"
 #include "transports/shm/shm_transport.h"
+#include "transports/shm/shm_wire.h"
 #include "transports/transport.h"
 #include "src/util/settings.h"
 
 namespace weft {
 namespace {
 
-constexpr uint32_t kShmMsgMagic = 0x53484d31;  // "SHM1"
-
-struct ShmOffer {
-  uint32_t magic = kShmMsgMagic;
-  uint32_t sameProcess = 0;
-  uint64_t token = 0;  // same process: names the FIFO (local_handles)
-  uint64_t bytes = 0;
-  char name[64] = {};  // other process: the segment's name
-};
-
-struct ShmAck {
-  uint32_t magic = kShmMsgMagic;
-  uint32_t ok = 1;
-};
+using namespace shm_wire;
 
 class ShmConnection : public Connection {
  public:
@@ -129,16 +117,14 @@ class ShmTransport : public Transport {
     ShmOffer offer;
     ctx.bootstrap->recv(peer, tag, &offer, sizeof(offer));
     const size_t bytes = fifoBytes(ctx.geometry.nSlots, ctx.geometry.slotBytes);
-    if (offer.magic != kShmMsgMagic || offer.bytes != bytes || bool(offer.sameProcess) != c->sameProcess)
-      raise(weftInternalError, "shm: rank %d offered a FIFO this rank cannot use (%lu bytes, expected %zu)", peer,
-            static_cast<unsigned long>(offer.bytes), bytes);
+    if (const std::string bad = shmOfferProblem(offer, bytes, c->sameProcess); !bad.empty())
+      raise(weftInternalError, "shm: rank %d offered a FIFO this rank cannot use (%s)", peer, bad.c_str());
     void* mem;
     if (c->sameProcess) {
       c->heap = local_handles::take(offer.token);
       mem = c->heap.get();
       if (!mem) raise(weftRemoteError, "shm: rank %d says it is a thread of this process, but its FIFO is not here", peer);
     } else {
-      offer.name[sizeof(offer.name) - 1] = 0;
       c->fifoSegment = ShmSegment::open(offer.name, bytes);
       mem = c->fifoSegment->data();
       ShmAck ack;

@@ -260,12 +260,9 @@ SocketConnection::AcceptOutcome SocketConnection::finishAccept(PendingAccept& a)
   if (step == handshake::Acceptor::Step::Failed) return reject(a, a.handshake.why());
   SocketHello h;
   memcpy(&h, a.handshake.hello().data(), sizeof(h));
-  if (h.magic != kHelloMagic || h.version != kVersion) return reject(a, "bad magic (not a weft socket hello)");
-  if (h.senderRank != p_.peer || h.tag != p_.tag || h.nonce != p_.nonce)
-    return reject(a, "hello for another edge (rank " + std::to_string(h.senderRank) + ", tag " +
-                         std::to_string(h.tag) + ")");
-  if (h.index >= p_.nSockets || sockets_[h.index].valid())
-    return reject(a, "bad or repeated socket index " + std::to_string(h.index));
+  const std::string bad = socketHelloProblem(h, p_.peer, p_.tag, p_.nonce, p_.nSockets);
+  if (!bad.empty()) return reject(a, bad);
+  if (sockets_[h.index].valid()) return reject(a, "repeated socket index " + std::to_string(h.index));
   sockets_[h.index] = std::move(a.sock);
   return AcceptOutcome::Joined;
 }

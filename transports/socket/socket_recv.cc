@@ -159,6 +159,9 @@ void SocketConnection::recvLoop() {
     bool moved = false, failed = false, slotWait = false;
     uint32_t open = 0;
     const uint32_t seen = bell_.seq.load(std::memory_order_acquire);
+    // Read before the pass: a slot the executor frees after the pass found
+    // none must end the wait below, not be taken as the state to wait past.
+    const uint32_t consumedBefore = hdr->consumed.load(std::memory_order_acquire);
     {
       // The executor holding the lock is reading these sockets: stand back
       // as the send side does, until it rings or a short slice passes.
@@ -192,8 +195,7 @@ void SocketConnection::recvLoop() {
       continue;
     }
     if (readFds.empty()) {
-      const uint32_t consumed = hdr->consumed.load(std::memory_order_acquire);
-      waitUntil([&] { return hdr->consumed.load(std::memory_order_acquire) != consumed; });
+      waitUntil([&] { return hdr->consumed.load(std::memory_order_acquire) != consumedBefore; });
       continue;
     }
     pollSockets(POLLIN, readFds, slotWait ? kMixedWaitPollMs : kIdlePollMs);

@@ -86,9 +86,9 @@ class SocketTransport final : public Transport {
   std::unique_ptr<Connection> connectSend(ConnectContext& ctx, int peer, uint64_t tag) override {
     ConnectInfo info;
     ctx.bootstrap->recv(peer, tag, &info, sizeof(info));
-    if (info.nSockets < 1 || info.nSockets > kMaxSockets || info.addr.empty())
-      raise(weftInternalError, "NET/Socket: rank %d sent a bad connect message (%u sockets, address %s)", peer,
-            info.nSockets, info.addr.str().c_str());
+    if (const std::string bad = connectInfoProblem(info); !bad.empty())
+      raise(weftInternalError, "NET/Socket: rank %d sent a bad connect message (%s; %u sockets, address %s)", peer,
+            bad.c_str(), info.nSockets, info.addr.str().c_str());
     NetInterface nic = chooseInterface();
     Deadline deadline = Deadline::after(ctx.timeoutMs);
     StopFlags stop{ctx.abortFlag, nullptr};

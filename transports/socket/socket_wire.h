@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "src/util/socket.h"
 
@@ -31,6 +32,26 @@ struct SocketHello {
   uint64_t tag;
   uint64_t nonce;
 };
+
+// What is wrong with a ConnectInfo from the receiver; empty when usable.
+inline std::string connectInfoProblem(const ConnectInfo& info) {
+  if (info.nSockets < 1 || info.nSockets > kMaxSockets)
+    return std::to_string(info.nSockets) + " sockets (1 to " + std::to_string(kMaxSockets) + ")";
+  if (info.addr.empty()) return "no address";
+  return std::string();
+}
+
+// What is wrong with a socket's hello at the receiver of edge (peer, tag,
+// nonce) with nSockets sockets; empty when it belongs there. (Whether its
+// index is already taken is the connection's to check.)
+inline std::string socketHelloProblem(const SocketHello& h, int peer, uint64_t tag, uint64_t nonce,
+                                      uint32_t nSockets) {
+  if (h.magic != kHelloMagic || h.version != kVersion) return "bad magic (not a weft socket hello)";
+  if (h.senderRank != peer || h.tag != tag || h.nonce != nonce)
+    return "hello for another edge (rank " + std::to_string(h.senderRank) + ", tag " + std::to_string(h.tag) + ")";
+  if (h.index >= nSockets) return "bad socket index " + std::to_string(h.index);
+  return std::string();
+}
 
 // Before every part of a slot on a socket: the slot's total size (or
 // kCloseMarker when the sender leaves in an orderly way) and its sequence

@@ -1,0 +1,69 @@
+// Checks of the bootstrap's messages (wire.h), apart from the I/O.
+#include <string>
+
+#include "src/bootstrap/wire.h"
+#include "src/util/error.h"
+
+namespace weft::bootstrap_wire {
+
+std::string uniqueIdProblem(const UniqueIdLayout& l) {
+  if (l.magic != kIdMagic) return "bad magic";
+  if (l.version != kVersion) return "version " + std::to_string(l.version) + ", expected " + std::to_string(kVersion);
+  if (l.root.empty()) return "no root address";
+  return std::string();
+}
+
+std::string rootHelloProblem(const RootHello& h) {
+  if (h.magic != kRootHelloMagic) return "bad magic (not a weft bootstrap hello)";
+  if (h.version != kVersion) return "version " + std::to_string(h.version) + ", expected " + std::to_string(kVersion);
+  if (h.nranks <= 0 || h.nranks > kMaxRanks || h.rank < 0 || h.rank >= h.nranks || h.listen.empty())
+    return "claims rank " + std::to_string(h.rank) + " of " + std::to_string(h.nranks);
+  return std::string();
+}
+
+std::string peerHelloProblem(const PeerHello& h, int self, int nranks) {
+  if (h.magic != kPeerHelloMagic) return "bad magic (not a weft bootstrap hello)";
+  if (h.version != kVersion) return "version " + std::to_string(h.version);
+  if (h.nranks != nranks || h.fromRank < 0 || h.fromRank >= nranks || h.fromRank == self)
+    return "claims rank " + std::to_string(h.fromRank) + " of " + std::to_string(h.nranks);
+  return std::string();
+}
+
+std::string frameHeaderProblem(const FrameHeader& h) {
+  if (h.bytes > kMaxFrameBytes)
+    return "a " + std::to_string(h.bytes) + "-byte frame (limit " + std::to_string(kMaxFrameBytes) + ")";
+  return std::string();
+}
+
+size_t rootReplyTableEntries(const RootReply& r, int nranks) {
+  return r.status == kRootOk && r.nranks == nranks ? static_cast<size_t>(nranks) : 0;
+}
+
+namespace {
+
+const char* rootStatusText(int32_t status) {
+  switch (status) {
+    case kRootNranksMismatch: return "nranks differs from the other ranks'";
+    case kRootDuplicateRank: return "another process already joined with this rank";
+    case kRootTimedOut: return "the root timed out before every rank joined";
+    case kRootOutOfResources:
+      return "the root's process ran out of descriptors or threads while the ranks joined (raise ulimit -n / "
+             "ulimit -u where rank 0 runs; its log names the limit and its value)";
+  }
+  return "unknown status";
+}
+
+}  // namespace
+
+void checkRootReply(const RootReply& r, int rank, int nranks, const std::string& rootName) {
+  if (r.magic != kRootReplyMagic) raise(weftRemoteError, "bootstrap rank %d: %s sent garbage", rank, rootName.c_str());
+  if (r.status != kRootOk)
+    raise(r.status == kRootTimedOut         ? weftTimeout
+          : r.status == kRootOutOfResources ? weftSystemError
+                                            : weftInvalidArgument,
+          "bootstrap rank %d of %d: %s: %s", rank, nranks, rootName.c_str(), rootStatusText(r.status));
+  if (r.nranks != nranks)
+    raise(weftInternalError, "bootstrap rank %d: root answered for %d ranks, expected %d", rank, r.nranks, nranks);
+}
+
+}  // namespace weft::bootstrap_wire

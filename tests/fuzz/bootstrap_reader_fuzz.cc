@@ -1,0 +1,155 @@
+// Stateful harness of a rank's bootstrap reader (src/bootstrap/bootstrap.cc):
+// rank 0 joins a real root on loopback; the harness plays the other ranks
+// (2 or 3 in all) at the root, then connects to rank 0 as them and sends
+// what the input says: signed frames with chosen tags and payloads (the
+// bootstrap's own tags among them), a frame header that claims much and
+// stops, raw bytes, a second connection for a rank already connected, an
+// abrupt close. When every frame was well formed, rank 0 must receive each
+// exactly as sent; whatever came, its bootstrap must be destroyed within
+// bounds. Queries are left out: their answer connects back to the harness.
+#include <thread>
+
+#include "src/bootstrap/bootstrap.h"
+#include "src/bootstrap/root.h"
+#include "tests/fuzz/fuzz_common.h"
+#include "tests/fuzz/fuzz_net.h"
+
+using namespace weft;
+using namespace weft::bootstrap_wire;
+
+namespace {
+
+constexpr int64_t kJoinMs = 3000;
+
+struct Sent {
+  int from;
+  uint64_t tag;
+  std::vector<uint8_t> payload;
+};
+
+// The harness's side: ranks 1.. at the root, then connections to rank 0.
+struct Harness {
+  Secret secret{7, 7, 7, 7, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
+  int nranks = 2;
+  Socket listener;  // where the harness's ranks "listen" (nothing reads it)
+  SocketAddress listenAt;
+  std::vector<SocketAddress> table;
+  std::vector<fuzz::AuthedConn> toRank0;  // per harness rank, once opened
+  std::vector<bool> broken;                // that connection saw a bad op
+  std::vector<Sent> sent;
+  bool allWellFormed = true;
+};
+
+uint64_t tagFrom(fuzz::Reader& in) {
+  static const uint64_t kTags[] = {1, 2, 42, kAllGatherTag, kBarrierTag, kGoodbyeTag, kQueryReplyTag};
+  const uint8_t t = in.byte();
+  if (t < 200) return kTags[t % std::size(kTags)];
+  const uint64_t raw = in.take<uint64_t>();
+  return raw == kQueryTag ? 3 : raw;
+}
+
+void connectAs(Harness& h, int rank, fuzz::Reader& in) {
+  h.toRank0[rank] = fuzz::connectAuthed(h.table[0], h.secret, handshake::Purpose::kPeer);
+  PeerHello hello{kPeerHelloMagic, kVersion, rank, h.nranks};
+  const uint8_t how = in.byte();
+  if (how == 0xff) hello.fromRank = in.take<int32_t>();
+  if (how == 0xfe) hello.nranks = in.take<int32_t>();
+  if (how >= 0xfe) h.allWellFormed = false;
+  handshake::sendSigned(h.toRank0[rank].sock.fd(), h.toRank0[rank].session.toAcceptor, &hello, sizeof(hello),
+                        Deadline::after(2000), StopFlags{}, "fuzz rank 0");
+}
+
+void signedFrame(Harness& h, int rank, fuzz::Reader& in) {
+  const uint64_t tag = tagFrom(in);
+  const std::vector<uint8_t> payload = in.bytes(in.byte());
+  FrameHeader fh{tag, payload.size(), {}};
+  fuzz::AuthedConn& c = h.toRank0[rank];
+  c.session.toAcceptor.sign(&fh, kFrameSignedBytes, payload.data(), payload.size(), fh.mac);
+  fuzz::sendRaw(c.sock.fd(), &fh, sizeof(fh));
+  fuzz::sendRaw(c.sock.fd(), payload.data(), payload.size());
+  if (tag == kGoodbyeTag) h.broken[rank] = true;  // nothing after it is read
+  else if (!h.broken[rank] && tag < kFirstReservedTag) h.sent.push_back(Sent{rank, tag, payload});
+}
+
+void op(Harness& h, fuzz::Reader& in) {
+  const int rank = 1 + in.byte() % (h.nranks - 1);
+  const uint8_t kind = in.byte() % 8;
+  if (!h.toRank0[rank].sock.valid()) connectAs(h, rank, in);
+  fuzz::AuthedConn& c = h.toRank0[rank];
+  if (kind < 4) return signedFrame(h, rank, in);
+  // Anything else may cost frames already sent (a reader that stops, or a
+  // race between two connections of one rank): only bounds are checked.
+  h.allWellFormed = false;
+  if (kind != 7) h.broken[rank] = true;
+  switch (kind) {
+    case 4: {  // a header that claims a large frame, then the connection ends
+      FrameHeader fh{tagFrom(in), in.take<uint64_t>(), {}};
+      c.session.toAcceptor.sign(&fh, kFrameSignedBytes, nullptr, 0, fh.mac);
+      fuzz::sendRaw(c.sock.fd(), &fh, sizeof(fh));
+      ::shutdown(c.sock.fd(), SHUT_WR);
+      break;
+    }
+    case 5: {
+      const auto raw = in.bytes(in.byte());
+      fuzz::sendRaw(c.sock.fd(), raw.data(), raw.size());
+      ::shutdown(c.sock.fd(), SHUT_WR);
+      break;
+    }
+    case 6: ::shutdown(c.sock.fd(), SHUT_WR); break;
+    default: {  // a second connection for the same rank: one of the two is refused
+      fuzz::AuthedConn twin = fuzz::connectAuthed(h.table[0], h.secret, handshake::Purpose::kPeer);
+      PeerHello hello{kPeerHelloMagic, kVersion, rank, h.nranks};
+      handshake::sendSigned(twin.sock.fd(), twin.session.toAcceptor, &hello, sizeof(hello), Deadline::after(2000),
+                            StopFlags{}, "fuzz rank 0");
+      char b;
+      (void)tryRecvAll(twin.sock.fd(), &b, 1, Deadline::after(50), StopFlags{});
+    }
+  }
+}
+
+// Joins the harness's ranks at the root; the table names rank 0's listener.
+void joinRoot(Harness& h, const SocketAddress& root) {
+  std::vector<fuzz::AuthedConn> atRoot;
+  for (int r = 1; r < h.nranks; ++r) {
+    atRoot.push_back(fuzz::connectAuthed(root, h.secret, handshake::Purpose::kRoot));
+    RootHello hello{kRootHelloMagic, kVersion, r, h.nranks, h.listenAt};
+    handshake::sendSigned(atRoot.back().sock.fd(), atRoot.back().session.toAcceptor, &hello, sizeof(hello),
+                          Deadline::after(2000), StopFlags{}, "fuzz root");
+  }
+  for (auto& c : atRoot) {
+    fuzz::RootAnswer a;
+    WEFT_FUZZ_CHECK(fuzz::readRootAnswer(c, h.nranks, kJoinMs, &a) && a.reply.status == kRootOk);
+    h.table = a.table;
+  }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  fuzz::Reader in(data, size);
+  Harness h;
+  h.nranks = 2 + in.byte() % 2;
+  h.toRank0.resize(h.nranks);
+  h.broken.assign(h.nranks, false);
+  h.listener = listenOn(fuzz::loopback(), &h.listenAt);
+  const SocketAddress root = startBootstrapRoot(fuzz::loopback(), h.secret, kJoinMs);
+  weftUniqueId id{};
+  UniqueIdLayout l{kIdMagic, kVersion, 0, root, {}};
+  memcpy(l.secret, h.secret.data(), sizeof(l.secret));
+  memcpy(id.internal, &l, sizeof(l));
+  std::unique_ptr<Bootstrap> rank0;
+  std::thread joiner([&] { rank0 = Bootstrap::join(id, 0, h.nranks, kJoinMs); });
+  joinRoot(h, root);
+  joiner.join();
+  for (int n = 0; n < 16 && in.left() > 0; ++n) op(h, in);
+  if (h.allWellFormed) {
+    for (const Sent& s : h.sent) {
+      std::vector<uint8_t> got(s.payload.size());
+      rank0->recv(s.from, s.tag, got.data(), got.size());
+      WEFT_FUZZ_CHECK(got == s.payload);
+    }
+  }
+  h.toRank0.clear();
+  rank0.reset();  // bounded: readers are woken and joined
+  return 0;
+}

@@ -1,0 +1,27 @@
+// The p2p transport's offer from the receiving peer (transports/p2p/
+// p2p_wire.h), as the sender checks it before opening the IPC handle.
+#include <cstdio>
+
+#include "tests/fuzz/fuzz_common.h"
+#include "transports/p2p/p2p_wire.h"
+
+using namespace weft;
+using namespace weft::p2p_wire;
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  fuzz::Reader in(data, size);
+  const bool sameProcess = in.byte() & 1;
+  const int devices = in.byte() % 17;
+  const uint64_t bytes = in.take<uint32_t>();
+  const uint64_t slotsAt = bytes ? in.take<uint32_t>() % bytes : 0;
+  const P2pOfferFields o = in.take<P2pOfferFields>();
+  weftResult_t code = weftSuccess;
+  if (!p2pOfferProblem(o, bytes, slotsAt, sameProcess, devices, &code).empty()) {
+    WEFT_FUZZ_CHECK(code != weftSuccess);
+    return 0;
+  }
+  // The sender then uses the device as an ordinal and writes at slotsAt.
+  WEFT_FUZZ_CHECK(o.device >= 0 && o.device < devices);
+  WEFT_FUZZ_CHECK(o.dataOffset == slotsAt && o.bytes == bytes);
+  return 0;
+}

@@ -1,0 +1,72 @@
+// Shared by the stateful fuzz harnesses: loopback connections that run the
+// real handshake (the harness holds the secret, as a hostile but
+// authenticated peer would) and read the root's signed reply.
+#pragma once
+
+#include <sys/socket.h>
+
+#include <string>
+#include <vector>
+
+#include "src/bootstrap/handshake.h"
+#include "src/bootstrap/wire.h"
+#include "src/util/error.h"
+#include "src/util/socket.h"
+
+namespace weft::fuzz {
+
+// 127.0.0.1:port (0: any port, for listeners).
+inline SocketAddress loopback(uint16_t port = 0) {
+  SocketAddress a = SocketAddress::parse("127.0.0.1:1", "fuzz harness");
+  a.setPort(port);
+  return a;
+}
+
+// A connection that proved the secret, with its session keys.
+struct AuthedConn {
+  Socket sock;
+  handshake::Session session;
+};
+
+inline AuthedConn connectAuthed(const SocketAddress& to, const Secret& secret, handshake::Purpose purpose,
+                                int64_t ms = 2000) {
+  const Deadline d = Deadline::after(ms);
+  AuthedConn c;
+  c.sock = connectTo(to, d, StopFlags{}, false);
+  c.session = handshake::connectSide(c.sock.fd(), secret, purpose, d, StopFlags{}, "fuzz target");
+  return c;
+}
+
+// Sends raw bytes; a peer that already closed is not the harness's failure.
+inline void sendRaw(int fd, const void* data, size_t bytes) {
+  (void)trySendAll(fd, data, bytes, Deadline::after(1000), StopFlags{});
+}
+
+// The root's reply as a rank reads it: false when the root closed the
+// connection (it rejected the hello); aborts when a reply arrives whose MAC
+// does not check out (the root signs every reply it sends).
+struct RootAnswer {
+  bootstrap_wire::RootReply reply{};
+  std::vector<SocketAddress> table;
+};
+inline bool readRootAnswer(AuthedConn& c, int nranks, int64_t ms, RootAnswer* out) {
+  using namespace bootstrap_wire;
+  const Deadline d = Deadline::after(ms);
+  if (tryRecvAll(c.sock.fd(), &out->reply, sizeof(out->reply), d, StopFlags{}) != IoStatus::Ok) return false;
+  out->table.resize(rootReplyTableEntries(out->reply, nranks));
+  uint8_t tag[handshake::kMacBytes];
+  IoStatus st = tryRecvAll(c.sock.fd(), out->table.data(), out->table.size() * sizeof(SocketAddress), d, StopFlags{});
+  if (st == IoStatus::Ok) st = tryRecvAll(c.sock.fd(), tag, sizeof(tag), d, StopFlags{});
+  if (st != IoStatus::Ok) {
+    fprintf(stderr, "the root's reply was cut short\n");
+    abort();
+  }
+  if (!c.session.toConnector.verify(&out->reply, sizeof(out->reply), out->table.data(),
+                                    out->table.size() * sizeof(SocketAddress), tag)) {
+    fprintf(stderr, "the root's reply failed its MAC\n");
+    abort();
+  }
+  return true;
+}
+
+}  // namespace weft::fuzz

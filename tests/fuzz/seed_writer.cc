@@ -1,0 +1,215 @@
+// Writes the valid seeds of tests/fuzz/corpus/ from the real serialisers and
+// structs (run once when a format changes; the files are committed):
+//   fuzz_seed_writer <corpus dir>
+// Targets whose seeds are plain text (topologies, tune files) get theirs
+// from their writers too; hand-written regression inputs sit beside them.
+#include <sys/stat.h>
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "algorithms/cost_model.h"
+#include "src/bootstrap/handshake.h"
+#include "src/bootstrap/wire.h"
+#include "src/core/tune_file.h"
+#include "src/util/settings.h"
+#include "transports/ib/conn_info.h"
+#include "transports/p2p/p2p_wire.h"
+#include "transports/shm/shm_wire.h"
+#include "transports/socket/socket_wire.h"
+
+using namespace weft;
+
+namespace {
+
+std::string gDir;
+
+struct Bytes {
+  std::vector<uint8_t> b;
+  template <class T>
+  Bytes& put(const T& v) {
+    const auto* p = reinterpret_cast<const uint8_t*>(&v);
+    b.insert(b.end(), p, p + sizeof(T));
+    return *this;
+  }
+  Bytes& text(const std::string& s) {
+    b.insert(b.end(), s.begin(), s.end());
+    return *this;
+  }
+};
+
+void write(const std::string& target, const std::string& name, const std::vector<uint8_t>& bytes) {
+  const std::string dir = gDir + "/" + target;
+  mkdir(dir.c_str(), 0755);
+  std::ofstream f(dir + "/" + name, std::ios::binary | std::ios::trunc);
+  f.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+}
+
+SocketAddress loopback(uint16_t port) { return SocketAddress::parse("127.0.0.1:" + std::to_string(port), "seed"); }
+
+void bootstrapSeeds() {
+  using namespace bootstrap_wire;
+  UniqueIdLayout id{kIdMagic, kVersion, 0, loopback(4242), {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}};
+  write("unique_id", "random_secret", Bytes().put(id).b);
+  id.flags = kRootAtRank0;
+  id.root = SocketAddress::parse("[::1]:29500", "seed");
+  write("unique_id", "comm_id_v6", Bytes().put(id).b);
+
+  write("bootstrap_wire", "root_hello", Bytes().put(uint8_t(0)).put(RootHello{kRootHelloMagic, kVersion, 1, 4, loopback(5000)}).b);
+  Bytes reply;
+  reply.put(uint8_t(1)).put(uint8_t(3)).put(uint8_t(1)).put(RootReply{kRootReplyMagic, kRootOk, 4, 0});
+  for (int r = 0; r < 4; ++r) reply.put(loopback(static_cast<uint16_t>(5000 + r)));
+  write("bootstrap_wire", "root_reply_ok", reply.b);
+  write("bootstrap_wire", "root_reply_timeout",
+        Bytes().put(uint8_t(1)).put(uint8_t(3)).put(uint8_t(0)).put(RootReply{kRootReplyMagic, kRootTimedOut, 4, 0}).b);
+  write("bootstrap_wire", "peer_hello",
+        Bytes().put(uint8_t(2)).put(uint8_t(3)).put(uint8_t(0)).put(PeerHello{kPeerHelloMagic, kVersion, 2, 4}).b);
+  write("bootstrap_wire", "frame", Bytes().put(uint8_t(3)).put(FrameHeader{7, 64, {}}).b);
+}
+
+void handshakeSeeds() {
+  using namespace handshake;
+  const Secret secret{9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 1, 2, 3, 4, 5, 6};
+  Challenge c{kChallengeMagic, kVersion, static_cast<uint32_t>(Purpose::kPeer), 0, {1, 2, 3}};
+  Proof p{};
+  write("handshake", "acceptor", Bytes().put(secret).put(uint8_t(0)).put(uint8_t(1)).put(c).put(p).b);
+  Response r{kResponseMagic, kVersion, {4, 5, 6}, {}};
+  write("handshake", "connector", Bytes().put(secret).put(uint8_t(1)).put(uint8_t(0)).put(r).b);
+  Bytes hello;
+  hello.put(secret).put(uint8_t(3)).put(Digest256{}).put(uint8_t(15)).put(uint8_t(0));
+  for (int i = 0; i < 32; ++i) hello.put(uint8_t(i));
+  write("handshake", "signed_hello", hello.b);
+  hello.b[sizeof(Secret)] = 2;
+  write("handshake", "unsigned_hello", hello.b);
+}
+
+void conninfoSeeds() {
+  ib::ConnInfo info;
+  info.role = ib::ConnRole::Receiver;
+  info.mtu = 5;
+  info.srcRank = 1;
+  info.dstRank = 0;
+  info.nQps = 2;
+  info.qpn[0] = 0x101;
+  info.qpn[1] = 0x102;
+  info.psn = 0x123456;
+  info.lid = 7;
+  info.fifoAddr = 0x7f0000001000;
+  info.fifoRkey = 0x55;
+  info.nSlots = 8;
+  info.slotBytes = 512 << 10;
+  std::vector<uint8_t> wire = ib::encodeConnInfo(info);
+  write("conninfo_ib", "receiver", wire);
+  wire.push_back(0);  // one byte longer: the harness fixes the checksum
+  write("conninfo_ib", "receiver_fixed_crc", wire);
+  info.usable = 0;
+  write("conninfo_ib", "unusable", ib::encodeConnInfo(info));
+
+  using namespace socket_wire;
+  write("conninfo_socket", "connect_info", Bytes().put(uint8_t(0)).put(ConnectInfo{loopback(6000), 4, 99}).b);
+  write("conninfo_socket", "hello",
+        Bytes().put(uint8_t(1)).put(uint8_t(3)).put(uint64_t(5)).put(uint64_t(99)).put(uint8_t(3))
+            .put(SocketHello{kHelloMagic, kVersion, 3, 2, 5, 99}).b);
+  write("conninfo_socket", "slot_part",
+        Bytes().put(uint8_t(2)).put(uint32_t(512 << 10)).put(uint64_t(300000)).put(uint8_t(3)).b);
+
+  shm_wire::ShmOffer shm;
+  shm.bytes = 4096 + 8 * 65536;
+  snprintf(shm.name, sizeof(shm.name), "/weft-fifo-1234-1");
+  write("conninfo_shm", "other_process", Bytes().put(uint8_t(0)).put(uint32_t(shm.bytes)).put(shm).b);
+  shm.sameProcess = 1;
+  shm.token = 17;
+  write("conninfo_shm", "same_process", Bytes().put(uint8_t(1)).put(uint32_t(shm.bytes)).put(shm).b);
+
+  p2p_wire::P2pOfferFields p2p;
+  p2p.bytes = 4096 + 8 * 65536;
+  p2p.dataOffset = 4096;
+  p2p.device = 1;
+  write("conninfo_p2p", "offer",
+        Bytes().put(uint8_t(0)).put(uint8_t(2)).put(uint32_t(p2p.bytes)).put(uint32_t(4096)).put(p2p).b);
+}
+
+void textSeeds() {
+  const std::string tunePath = gDir + "/tune_file/defaults";
+  mkdir((gDir + "/tune_file").c_str(), 0755);
+  algo::CostInputs in;
+  saveTuneFile(tunePath, in, "seed: the cost model's defaults");
+  write("tune_file", "measured",
+        Bytes().text("measured.nranks 4\nmeasured.nhosts 1\nmeasured.ring 1024 12.5\nmeasured.ring 65536 40\n"
+                     "net_bandwidth_gbs 12.5 # comment\n").b);
+
+  auto setting = [](uint8_t way, const char* name, const std::string& value) {
+    const settings::Info* row = settings::find(name);
+    Bytes b;
+    b.put(way).put(uint8_t(row - settings::kTable)).text(value);
+    return b.b;
+  };
+  write("settings", "algo", setting(0, "WEFT_ALGO", "ring,tree;allreduce:^oneshot"));
+  write("settings", "proto", setting(0, "WEFT_PROTO", "^ll"));
+  write("settings", "nslots", setting(1, "WEFT_NSLOTS", "16"));
+  write("settings", "buffsize", setting(0, "WEFT_BUFFSIZE", "4MiB"));
+  write("settings", "comm_id", setting(0, "WEFT_COMM_ID", "[::1]:29500"));
+  write("settings", "hca", setting(0, "WEFT_IB_HCA", "^=mlx5_0:1,mlx5_1"));
+  write("settings", "ifname", setting(1, "WEFT_SOCKET_IFNAME", "^docker,lo"));
+  write("settings", "bool", setting(1, "WEFT_SHM_DISABLE", "yes"));
+  write("settings", "gdr", setting(0, "WEFT_NET_GDR_LEVEL", "PHB"));
+  write("settings", "signal", setting(0, "WEFT_DIAGNOSE_SIGNAL", "SIGUSR2"));
+  write("settings", "file", setting(2, "WEFT_NSLOTS", "WEFT_NSLOTS = 4 # four\nWEFT_ALGO=ring\nbogus line\n"));
+
+  auto argv = [](std::initializer_list<const char*> words) {
+    Bytes b;
+    for (const char* w : words) b.text(w).put(uint8_t(0));
+    return b.b;
+  };
+  write("bench_flags", "sweep_factor", argv({"-b", "8", "-e", "128M", "-f", "2", "-t", "2"}));
+  write("bench_flags", "sweep_step", argv({"--minbytes", "1K", "--maxbytes", "64K", "--stepbytes", "4K"}));
+  write("bench_flags", "types_ops", argv({"-d", "all", "-o", "all", "-r", "all", "-n", "5", "-w", "2", "-c", "1"}));
+  write("bench_flags", "misc", argv({"-z", "1", "-y", "0", "-a", "3", "-T", "30", "-J", "/tmp/x.json", "-G", "1"}));
+  write("bench_flags", "help", argv({"-h"}));
+}
+
+// The stateful harnesses' inputs are op codes (see each *_fuzz.cc).
+void statefulSeeds() {
+  // bootstrap_root: two ranks of a 2-rank job; one rank alone; garbage then a rank.
+  // Per connection: mode, then (signed hellos) how, rank, nranks - 1.
+  write("bootstrap_root", "two_ranks", {1, 0, 0, 0, 1, 0, 0, 1, 1});
+  write("bootstrap_root", "one_rank", {0, 0, 0, 0, 0});
+  write("bootstrap_root", "garbage_then_rank", {1, 6, 4, 'a', 'b', 'c', 'd', 0, 0, 0, 0});
+  write("bootstrap_root", "bad_nranks", {0, 0, 2, 0, 0, 0xff, 0xff, 0xff, 0x7f});
+  write("bootstrap_root", "duplicate_rank", {2, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 1, 1});
+  // bootstrap_reader: a 2-rank job, rank 1 sends frames with tags 1 and 42.
+  write("bootstrap_reader", "frames", {0, 0, 0, 0, 0, 3, 'a', 'b', 'c', 0, 1, 2, 4, 'w', 'x', 'y', 'z'});
+  write("bootstrap_reader", "three_ranks", {1, 0, 0, 0, 0, 1, 'q', 1, 1, 0, 2, 2, 'r', 's'});
+  write("bootstrap_reader", "goodbye", {0, 0, 0, 0, 5, 0});
+  write("bootstrap_reader", "huge_header", {0, 0, 4, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0x10});
+  // socket_pump: 4 slots of 256 bytes, 2 sockets, inline on; slots of 100, 0 and 256 bytes.
+  Bytes pump;
+  pump.put(uint8_t(3)).put(uint8_t(3)).put(uint8_t(1)).put(uint8_t(1));
+  pump.put(uint8_t(0)).put(uint16_t(100));
+  for (int i = 0; i < 100; ++i) pump.put(uint8_t(i));
+  pump.put(uint8_t(1)).put(uint16_t(0));
+  pump.put(uint8_t(2)).put(uint16_t(256));
+  for (int i = 0; i < 256; ++i) pump.put(uint8_t(255 - i));
+  write("socket_pump", "slots", pump.b);
+  write("socket_pump", "close_marker", {0, 0, 0, 0, 6});
+  write("socket_pump", "bad_header", {1, 1, 0, 1, 5, 0xff, 0xff, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0});
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    fprintf(stderr, "usage: %s <corpus dir>\n", argv[0]);
+    return 2;
+  }
+  gDir = argv[1];
+  mkdir(gDir.c_str(), 0755);
+  bootstrapSeeds();
+  handshakeSeeds();
+  conninfoSeeds();
+  textSeeds();
+  statefulSeeds();
+  return 0;
+}

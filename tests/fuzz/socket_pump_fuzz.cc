@@ -1,0 +1,176 @@
+// Stateful harness of the socket transport's receiving side
+// (transports/socket/socket_recv.cc): a real SocketConnection accepts 1-4
+// loopback sockets from the harness (handshake and signed hellos, as the
+// sending rank does), then the input drives what arrives: well-formed slots
+// cut into parts as the real sender cuts them, raw bytes, slot headers with
+// chosen fields, orderly close markers, abrupt closes. A consumer thread
+// plays the executor (moving bytes itself or not, WEFT_SOCKET_INLINE).
+// When everything was well formed every slot must arrive intact and in
+// order; whatever came, the connection must be destroyed within bounds.
+#include <atomic>
+#include <mutex>
+#include <thread>
+
+#include "src/util/doorbell.h"
+#include "tests/fuzz/fuzz_common.h"
+#include "tests/fuzz/fuzz_net.h"
+#include "transports/socket/socket_connection.h"
+
+using namespace weft;
+using namespace weft::socket_wire;
+
+namespace {
+
+constexpr uint64_t kTag = 77;
+constexpr uint64_t kNonce = 0x1234;
+
+struct Consumer {
+  FifoEnd end;
+  std::atomic<bool> stop{false};
+  std::mutex mu;
+  std::vector<std::vector<uint8_t>> slots;
+  std::thread thread;
+
+  void run() {
+    while (!stop.load()) {
+      uint64_t bytes = 0;
+      if (const void* p = end.tryPeek(&bytes)) {
+        const auto* b = static_cast<const uint8_t*>(p);
+        {
+          std::lock_guard<std::mutex> lock(mu);
+          slots.emplace_back(b, b + bytes);
+        }
+        end.release();
+        continue;
+      }
+      if (end.failed()) return;
+      if (end.progress) end.progress->tryProgress(1024);
+      else std::this_thread::yield();
+    }
+  }
+  size_t count() {
+    std::lock_guard<std::mutex> lock(mu);
+    return slots.size();
+  }
+};
+
+// The real sender's cut of one slot: header and part on every socket with
+// a part, socket 0 alone for an empty slot.
+void sendSlot(std::vector<fuzz::AuthedConn>& socks, uint32_t seq, const std::vector<uint8_t>& slot) {
+  const uint32_t n = static_cast<uint32_t>(socks.size());
+  for (uint32_t i = 0; i < n; ++i) {
+    uint64_t off = 0, len = 0;
+    slotPart(slot.size(), n, i, &off, &len);
+    if (len == 0 && !(i == 0 && slot.empty())) continue;
+    SlotHeader h{slot.size(), seq, 0};
+    fuzz::sendRaw(socks[i].sock.fd(), &h, sizeof(h));
+    fuzz::sendRaw(socks[i].sock.fd(), slot.data() + off, len);
+  }
+}
+
+struct Setup {
+  FifoGeometry geometry;
+  uint32_t nSockets;
+  bool inlineMode;
+};
+
+std::unique_ptr<SocketConnection> makeReceiver(const Setup& s, Doorbell* bell, const std::atomic<bool>* abortFlag,
+                                               std::atomic<int>* errors, SocketAddress* at) {
+  SocketConnection::Params p;
+  p.side = SocketConnection::Side::Recv;
+  p.rank = 0;
+  p.peer = 1;
+  p.tag = kTag;
+  p.ifName = "lo";
+  p.peerName = "fuzz sender";
+  p.geometry = s.geometry;
+  p.localBell = bell;
+  p.abortFlag = abortFlag;
+  p.onAsyncError = [errors](weftResult_t, const std::string&) { errors->fetch_add(1); };
+  p.nSockets = s.nSockets;
+  p.secret = Secret{3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8, 9, 7, 9, 3};
+  p.nonce = kNonce;
+  p.acceptTimeoutMs = 5000;  // the harness connects at once; only a loaded machine is slow
+  setenv("WEFT_SOCKET_INLINE", s.inlineMode ? "1" : "0", 1);
+  Socket listener = listenOn(fuzz::loopback(), at, 64);
+  return std::make_unique<SocketConnection>(std::move(p), std::vector<Socket>{}, std::move(listener));
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  fuzz::Reader in(data, size);
+  Setup s;
+  s.geometry.nSlots = 1 + in.byte() % 8;
+  s.geometry.slotBytes = 64 * (1 + in.byte() % 32);
+  s.nSockets = 1 + in.byte() % 4;
+  s.inlineMode = in.byte() & 1;
+  Doorbell bell;
+  std::atomic<bool> abortFlag{false};
+  std::atomic<int> errors{0};
+  SocketAddress at;
+  auto conn = makeReceiver(s, &bell, &abortFlag, &errors, &at);
+  Consumer consumer;
+  consumer.end = conn->fifo();
+  consumer.thread = std::thread([&] { consumer.run(); });
+
+  std::vector<fuzz::AuthedConn> socks;
+  const Secret secret{3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8, 9, 7, 9, 3};
+  for (uint32_t i = 0; i < s.nSockets; ++i) {
+    socks.push_back(fuzz::connectAuthed(at, secret, handshake::Purpose::kSocketData));
+    SocketHello h{kHelloMagic, kVersion, 1, i, kTag, kNonce};
+    handshake::sendSigned(socks.back().sock.fd(), socks.back().session.toAcceptor, &h, sizeof(h),
+                          Deadline::after(2000), StopFlags{}, "fuzz receiver");
+  }
+  bool wellFormed = true;
+  uint32_t seq = 0;
+  std::vector<std::vector<uint8_t>> sent;
+  for (int n = 0; n < 32 && in.left() > 0; ++n) {
+    const uint8_t kind = in.byte();
+    fuzz::AuthedConn& c = socks[(kind >> 3) % socks.size()];
+    switch (kind % 8) {
+      case 0: case 1: case 2: case 3: {
+        std::vector<uint8_t> slot = in.bytes(in.take<uint16_t>() % (s.geometry.slotBytes + 1));
+        sendSlot(socks, seq++, slot);
+        sent.push_back(std::move(slot));
+        break;
+      }
+      case 4: {
+        const auto raw = in.bytes(in.byte());
+        fuzz::sendRaw(c.sock.fd(), raw.data(), raw.size());
+        wellFormed = false;
+        break;
+      }
+      case 5: {
+        const SlotHeader h = in.take<SlotHeader>();
+        fuzz::sendRaw(c.sock.fd(), &h, sizeof(h));
+        wellFormed = false;
+        break;
+      }
+      case 6: {
+        const SlotHeader h{kCloseMarker, 0, 0};
+        fuzz::sendRaw(c.sock.fd(), &h, sizeof(h));
+        wellFormed = false;
+        break;
+      }
+      default:
+        ::shutdown(c.sock.fd(), SHUT_WR);
+        wellFormed = false;
+    }
+  }
+  if (wellFormed) {
+    // Generous: on a loaded machine each hand-off of a 1-slot FIFO between
+    // proxy and consumer can take tens of milliseconds.
+    const Deadline bound = Deadline::after(20000);
+    while (consumer.count() < sent.size()) {
+      WEFT_FUZZ_CHECK(errors.load() == 0);
+      WEFT_FUZZ_CHECK(!bound.passed());
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+    }
+    WEFT_FUZZ_CHECK(consumer.slots == sent);
+  }
+  consumer.stop.store(true);
+  consumer.thread.join();
+  conn.reset();  // bounded: the proxy leaves on its halt flag
+  return 0;
+}
