@@ -67,6 +67,7 @@ class Root {
       WEFT_WARN("bootstrap root at %s: %s", addr_.str().c_str(), e.what());
     }
     finish();
+    if (!allJoined_.load()) serveLateRanks(handlers);
     for (auto& h : handlers) h.thread.join();
     std::lock_guard<std::mutex> lock(registry().mu);
     registry().running.erase(addr_.str());
@@ -82,6 +83,24 @@ class Root {
     std::thread thread;
     std::atomic<bool> done{false};
   };
+
+  // For a while after a timeout, a rank that connects (or already waits in
+  // the listen queue) still gets its handshake and a signed "timed out",
+  // instead of a connection reset it could not tell from a crash.
+  void serveLateRanks(std::list<Handler>& handlers) {
+    constexpr int64_t kLateGraceMs = 1000;
+    const Deadline grace = Deadline::after(kLateGraceMs);
+    try {
+      for (;;) {
+        SocketAddress from;
+        Socket s = acceptFrom(listener_, grace, StopFlags{}, &from);
+        if (!s.valid()) return;
+        startHandler(handlers, std::move(s), from);
+      }
+    } catch (const std::exception& e) {
+      WEFT_INFO(kBootstrap, "bootstrap root at %s: after its timeout: %s", addr_.str().c_str(), e.what());
+    }
+  }
 
   // One thread per connection, so a silent client stalls nobody; finished
   // ones are joined as new ones come, so a flood leaves nothing behind.

@@ -84,7 +84,7 @@ void parseLine(const std::string& path, int lineNo, const std::string& raw, bool
   }
   Value& v = layer->values[i - kTable];
   v.text = text.empty() ? std::nullopt : std::optional<std::string>(text);
-  v.source = Source{Source::File, path, lineNo, ncclFile ? name : std::string()};
+  v.source = Source{Source::File, path, lineNo, ncclFile ? name : std::string(), {}};
 }
 
 void parseFile(const std::string& path, bool mustExist, bool ncclFile, FileLayer* layer) {
@@ -131,9 +131,9 @@ std::shared_ptr<const FileLayer> currentFiles() {
 
 Value current(Id id, const FileLayer& files) {
   const Info& i = info(id);
-  if (auto env = envString(i.name)) return Value{env, Source{Source::Environment, "", 0, ""}};
+  if (auto env = envString(i.name)) return Value{env, Source{Source::Environment, "", 0, "", {}}};
   if (i.ncclName && gNcclNames)
-    if (auto env = envString(i.ncclName)) return Value{env, Source{Source::Environment, "", 0, i.ncclName}};
+    if (auto env = envString(i.ncclName)) return Value{env, Source{Source::Environment, "", 0, i.ncclName, {}}};
   const Value& fromFile = files.values[static_cast<int>(id)];
   if (fromFile.source.kind == Source::File && fromFile.text) return fromFile;
   if (files.defaults[static_cast<int>(id)].text) return files.defaults[static_cast<int>(id)];

@@ -62,6 +62,12 @@ struct GdrDecision {
                        // "nvidia-peermem, GPU 0 to mlx5_0:1 PIX")
   bool flush = true;        // a receiver with GPU slots flushes (decideFlush, flush_schedule.h)
   std::string flushReason;  // why (not), for the connection's log line
+
+  static GdrDecision staged(std::string why) {
+    GdrDecision d;
+    d.reason = std::move(why);
+    return d;
+  }
 };
 
 // Checks, in order (the first that fails is the reason): WEFT_GDR_DISABLE;

@@ -271,7 +271,7 @@ void IbConnection::placeSlots(uint32_t nSlots, uint64_t slotBytes, const Loopbac
       WEFT_WARN("NET/IB: %s: GPU Direct RDMA (%s) not possible for GPU %d; this connection stages through host "
                 "memory",
                 where().c_str(), gdrModeName(device_->gdr.mode), device_->cudaDev);
-      device_->gdr = GdrDecision{GdrMode::Staged, std::string("GPU memory registration failed: ") + e.what()};
+      device_->gdr = GdrDecision::staged(std::string("GPU memory registration failed: ") + e.what());
     }
   }
   fifo_ = std::make_unique<IbFifoMemory>(dev_, nSlots, slotBytes);

@@ -21,8 +21,8 @@ ib::NicDistances localNicDistances(int cudaDev, const std::vector<ib::PortState>
 
 ib::GdrDecision chooseDeviceGdr(int rank, int cudaDev, bool ibUsable) {
   (void)ib::readGdrSettings();
-  if (!ibUsable) return ib::GdrDecision{ib::GdrMode::Staged, "no usable IB on this rank"};
-  if (cudaDev < 0) return ib::GdrDecision{ib::GdrMode::Staged, "no CUDA device on this rank"};
+  if (!ibUsable) return ib::GdrDecision::staged("no usable IB on this rank");
+  if (cudaDev < 0) return ib::GdrDecision::staged("no CUDA device on this rank");
   auto distance = [cudaDev](const std::string& dev, int port) -> std::optional<ib::PciDistance> {
     try {
       topo::LocalTopology local = topo::localTopology();

@@ -27,7 +27,7 @@ ib::LinkLayer ibRankLinkLayer(int /*cudaDev*/) { return ib::LinkLayer::Unknown; 
 std::unique_ptr<Transport> makeIbTransport() { return std::make_unique<UnavailableIbTransport>(); }
 
 ib::GdrDecision ibDeviceGdr(int, int, const NicDistanceFn&) {
-  return ib::GdrDecision{ib::GdrMode::Staged, "weft was built without infiniband/verbs.h"};
+  return ib::GdrDecision::staged("weft was built without infiniband/verbs.h");
 }
 
 }  // namespace weft

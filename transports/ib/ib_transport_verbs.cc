@@ -234,7 +234,7 @@ ib::LinkLayer ibRankLinkLayer(int cudaDev) {
 ib::GdrDecision ibDeviceGdr(int rank, int cudaDev, const NicDistanceFn& distance) {
   const ib::GdrSettings settings = ib::readGdrSettings();
   Choice c = choose();
-  if (!c.decision.useIb) return ib::GdrDecision{ib::GdrMode::Staged, "no usable IB: " + c.decision.reason};
+  if (!c.decision.useIb) return ib::GdrDecision::staged("no usable IB: " + c.decision.reason);
   // The primary port of local rank 0: every rail of a rank is at the same
   // distance, of the same speed and link layer, so any stands for the rest.
   (void)rank;

@@ -240,8 +240,8 @@ class Runner {
     const bool accumulate = st.srcRank[0] < 0;
     const char* a = accumulate ? dst : at(st.srcRank[0], st.src, st.srcOff);
     const char* b = st.srcRank[1] >= 0 ? at(st.srcRank[1], st.src, st.srcOff) : nullptr;
-    const unsigned pre = (st.flags & plan::kPreOp) ? kernels::kApplyPre : 0;
-    const unsigned post = (st.flags & plan::kPostOp) ? kernels::kApplyPost : 0;
+    const unsigned pre = (st.flags & plan::kPreOp) ? unsigned(kernels::kApplyPre) : 0u;
+    const unsigned post = (st.flags & plan::kPostOp) ? unsigned(kernels::kApplyPost) : 0u;
     const unsigned preA = accumulate ? 0 : pre;
     if (!b) {
       if (a != dst || preA || post) kernels::transform(dst, a, st.count, op_, preA | post);
@@ -340,8 +340,8 @@ class Runner {
 
   // first = the step's inputs reduced in the plan's fixed order.
   void reduceInto(void* first, const Step& st, const void* const in[2], const char* local, uint64_t n) {
-    const unsigned pre = (st.flags & plan::kPreOp) ? kernels::kApplyPre : 0;
-    const unsigned post = (st.flags & plan::kPostOp) ? kernels::kApplyPost : 0;
+    const unsigned pre = (st.flags & plan::kPreOp) ? unsigned(kernels::kApplyPre) : 0u;
+    const unsigned post = (st.flags & plan::kPostOp) ? unsigned(kernels::kApplyPost) : 0u;
     switch (st.nRecv) {
       case 0:
         if (!local) raise(weftInternalError, "rank %d: plan step has no input: %s", ctx_.rank, plan::describe(st).c_str());
