@@ -120,6 +120,18 @@ plan::Plan buildPlan(algo::AlgoId which, const algo::CollArgs& a) {
   return algo::algoInfo(which).build(a);
 }
 
+// What every plan builder is told about a call, whichever algorithm runs it.
+algo::CollArgs callArgs(weftComm_t comm, const OpDesc& op) {
+  algo::CollArgs a;
+  a.coll = op.coll;
+  a.nranks = comm->nranks;
+  a.rank = comm->rank;
+  a.count = op.count;
+  a.elemSize = static_cast<uint32_t>(kernels::typeSize(op.type));
+  a.root = op.root;
+  return a;
+}
+
 // Registered buffers on one host: single-copy when every rank's are (a
 // handshake every rank takes part in; src/core/direct_comm.h). Then the
 // direct plan, run by the host executor with the peers' buffers; the
@@ -128,12 +140,7 @@ bool runDirectIfAgreed(weftComm_t comm, const OpDesc& op, TracedCall* traced) {
   PinnedBuffers pins(*comm->registrations, op.send, sendBytesOf(op, comm->nranks), op.recv,
                      recvBytesOf(op, comm->nranks));
   if (!comm->direct->agree(op, pins)) return false;
-  algo::CollArgs a;
-  a.coll = op.coll;
-  a.nranks = comm->nranks;
-  a.rank = comm->rank;
-  a.count = op.count;
-  a.elemSize = static_cast<uint32_t>(kernels::typeSize(op.type));
+  algo::CollArgs a = callArgs(comm, op);
   a.geometry = comm->geometry;
   PlanKey key = planKey(a, algo::kRing, algo::kSimple);
   key.direct = true;
@@ -159,13 +166,7 @@ TracedCall runCollective(weftComm_t comm, const OpDesc& op) {
     TracedCall direct;
     if (runDirectIfAgreed(comm, op, &direct)) return direct;
   }
-  algo::CollArgs a;
-  a.coll = op.coll;
-  a.nranks = comm->nranks;
-  a.rank = comm->rank;
-  a.count = op.count;
-  a.elemSize = static_cast<uint32_t>(kernels::typeSize(op.type));
-  a.root = op.root;
+  algo::CollArgs a = callArgs(comm, op);
   algo::CallChoice choice = chooseAlgo(comm, op);
   // A narrow wire format is a property of the ring's steps (plan::Wire); the
   // plan is cut into pieces of wire-sized elements, so its chunks fill the
