@@ -478,8 +478,11 @@ std::vector<SocketAddress> readRootReply(int fd, handshake::StreamMac& mac, int 
   if (r.magic != kRootReplyMagic) raise(weftRemoteError, "bootstrap rank %d: %s sent garbage", rank, rootName.c_str());
   std::vector<SocketAddress> table(rootReplyTableEntries(r, nranks));
   uint8_t tag[handshake::kMacBytes];
-  st = tryRecvAll(fd, table.data(), table.size() * sizeof(SocketAddress), deadline, StopFlags{}, &err);
-  if (st == IoStatus::Ok) st = tryRecvAll(fd, tag, sizeof(tag), deadline, StopFlags{}, &err);
+  // The root has answered: the rest of its reply gets time of its own, even
+  // when it answered (a timeout, say) just before this rank's deadline.
+  const Deadline rest = Deadline::after(std::max<int64_t>(1000, deadline.remainingNs() / 1000000));
+  st = tryRecvAll(fd, table.data(), table.size() * sizeof(SocketAddress), rest, StopFlags{}, &err);
+  if (st == IoStatus::Ok) st = tryRecvAll(fd, tag, sizeof(tag), rest, StopFlags{}, &err);
   if (st != IoStatus::Ok)
     raise(weftRemoteError, "bootstrap rank %d: %s: reply cut short (%s)", rank, rootName.c_str(), ioStatusName(st));
   if (!mac.verify(&r, sizeof(r), table.data(), table.size() * sizeof(SocketAddress), tag))

@@ -461,6 +461,11 @@ weftComm* createComm(const weftUniqueId& id, int nranks, int rank, const weftCon
   setUpLowLatency(comm.get(), nHosts);
   setUpDirect(comm.get(), nHosts);
   connectRings(comm.get());
+  // Every rank's ring connections are made before any rank leaves init: a
+  // rank that destroys its communicator right away would otherwise close a
+  // listener that a peer is still connecting to, and strand it until its
+  // timeout.
+  comm->bootstrap->barrier();
   registerComm(comm.get());
   return comm.release();
 }
