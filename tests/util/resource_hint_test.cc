@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <functional>
 #include <string>
 
 #include "src/util/error.h"
@@ -23,9 +24,9 @@ TEST(ResourceHint, NamesTheLimitAndItsValue) {
   EXPECT_EQ(resourceHint(ECONNRESET), "");
 }
 
-// In a child whose descriptors are used up, creating a shm segment fails with
-// the open-file limit named (it used to blame the size of /dev/shm).
-TEST(ResourceHint, ShmSegmentOutOfDescriptorsNamesUlimit) {
+// Runs `shmCall` in a child whose descriptors are used up (limit 32) and
+// expects the weft::Error it throws to name that limit.
+void expectOutOfDescriptorsNamesUlimit(const std::function<void()>& shmCall) {
   pid_t pid = fork();
   ASSERT_GE(pid, 0);
   if (pid == 0) {
@@ -34,7 +35,7 @@ TEST(ResourceHint, ShmSegmentOutOfDescriptorsNamesUlimit) {
     while (open("/dev/null", O_RDONLY) >= 0) {
     }
     try {
-      ShmSegment::create("weft-test", 4096);
+      shmCall();
       _exit(4);
     } catch (const Error& e) {
       _exit(std::string(e.what()).find("ulimit -n is 32") != std::string::npos ? 0 : 5);
@@ -46,28 +47,17 @@ TEST(ResourceHint, ShmSegmentOutOfDescriptorsNamesUlimit) {
   EXPECT_EQ(WEXITSTATUS(status), 0) << "3: setrlimit failed, 4: no error, 5: the error does not name the limit";
 }
 
+// Creating a shm segment then fails with the open-file limit named (it used
+// to blame the size of /dev/shm).
+TEST(ResourceHint, ShmSegmentOutOfDescriptorsNamesUlimit) {
+  expectOutOfDescriptorsNamesUlimit([] { ShmSegment::create("weft-test", 4096); });
+}
+
 // The same when the segment is a peer's (the fault campaign's ulimit -n sweep
 // found this error without the limit named).
 TEST(ResourceHint, PeerShmSegmentOutOfDescriptorsNamesUlimit) {
   ShmSegment peer = ShmSegment::create("weft-test", 4096);
-  pid_t pid = fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    rlimit r{32, 32};
-    if (setrlimit(RLIMIT_NOFILE, &r) != 0) _exit(3);
-    while (open("/dev/null", O_RDONLY) >= 0) {
-    }
-    try {
-      ShmSegment::open(peer.name(), 4096);
-      _exit(4);
-    } catch (const Error& e) {
-      _exit(std::string(e.what()).find("ulimit -n is 32") != std::string::npos ? 0 : 5);
-    }
-  }
-  int status = 0;
-  ASSERT_EQ(waitpid(pid, &status, 0), pid);
-  ASSERT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 0) << "3: setrlimit failed, 4: no error, 5: the error does not name the limit";
+  expectOutOfDescriptorsNamesUlimit([&] { ShmSegment::open(peer.name(), 4096); });
 }
 
 }  // namespace
