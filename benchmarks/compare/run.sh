@@ -6,7 +6,10 @@
 # max. Runs are interleaved (weft, mpi, mpi-tuned, gloo, then again) so drift
 # hits all; the best of the rounds is printed with ratios weft/peer. Then the
 # ceilings (memcpy and streaming add with 2 threads; iperf3 -l 1M over
-# 127.0.0.1, one direction and both at once) and the bandwidth targets with weft's fraction of each.
+# 127.0.0.1, one direction and both at once) and the targets: weft's time
+# and bandwidth against Open MPI's better build and against the ceilings.
+# Over shm weft also runs with registered buffers from weftMemAlloc
+# (perf flag -R 1, column weft-reg: the single-copy path).
 #   benchmarks/compare/run.sh [build dir] [max size] [iters]
 # Environment: ROUNDS (2), NPS ("2 4"), NETS ("shm tcp"),
 #   COLLS ("allreduce reduce_scatter allgather").
@@ -33,11 +36,11 @@ mpi_args() {  # $1: shm|tcp
   else echo "$a --mca btl vader,self"; fi
 }
 
-run_weft() {  # net np bin file
+run_weft() {  # net np bin file [extra perf flags]
   local env=()
   [ "$1" = tcp ] && env=(WEFT_SHM_DISABLE=1)
   env "${env[@]}" "$here/../weft-run" -np "$2" --timeout 900 "$build/$3" -b 8 -e "$max" -f 2 -n "$iters" -c 0 \
-    -T 300 > "$4" 2>"$4.err" || echo "weft $3 $1 np=$2 failed (see stderr below)" >&2
+    -T 300 "${@:5}" > "$4" 2>"$4.err" || echo "weft $3 $1 np=$2 ${*:5} failed (see stderr below)" >&2
 }
 
 run_mpi() {  # net np coll file [tuned]
@@ -69,6 +72,8 @@ for net in $nets; do
       for round in $(seq 1 "$rounds"); do
         tag="$coll-$net-$np-$round"
         run_weft "$net" "$np" "$bin" "$out/weft-$tag.txt"
+        # Buffers from weftMemAlloc, registered: the single-copy path.
+        [ "$net" = shm ] && run_weft "$net" "$np" "$bin" "$out/weftreg-$tag.txt" -R 1
         if [ -x "$build/compare/mpi_perf" ]; then
           run_mpi "$net" "$np" "$coll" "$out/mpi-$tag.txt"
           run_mpi "$net" "$np" "$coll" "$out/mpituned-$tag.txt" tuned
@@ -124,7 +129,7 @@ def best(peer, coll, net, np):
             res[r["size"]] = (max(bw, o["busbw"]), min(t, o["time"]))
     return res
 
-peers = [("weft", "weft"), ("mpi", "ompi"), ("mpituned", "ompi-tuned"), ("gloo", "gloo")]
+peers = [("weft", "weft"), ("weftreg", "weft-reg"), ("mpi", "ompi"), ("mpituned", "ompi-tuned"), ("gloo", "gloo")]
 data = {}
 for net in nets:
     for np in nps:
@@ -136,7 +141,7 @@ for net in nets:
                 continue
             print("\n== %s, %s processes, %s" % (coll, np, "TCP (weft: socket transport)" if net == "tcp" else "shm"))
             head = "%10s" % "size" + "".join("%12s" % label for _, label in shown)
-            head += "".join("%12s" % ("/" + label) for p, label in shown if p != "weft")
+            head += "".join("%12s" % ("/" + label) for p, label in shown if not p.startswith("weft"))
             print(head + "   (busbw GB/s; time us for <= 1K; ratios weft/peer)")
             sizes = sorted(set().union(*[set(series[p]) for p, _ in shown]))
             for s in sizes:
@@ -147,7 +152,7 @@ for net in nets:
                     line += "%12s" % ("-" if v is None else ("%.1fus" % v[1] if small else "%.3f" % v[0]))
                 w = series["weft"].get(s)
                 for p, _ in shown:
-                    if p == "weft":
+                    if p.startswith("weft"):
                         continue
                     v = series[p].get(s)
                     if not w or not v:
@@ -199,40 +204,45 @@ def show(label, value, target, ok):
     status = "-" if ok is None else ("met" if ok else "MISSED")
     print("%-62s %-22s %-24s %s" % (label, value, target, status))
 
-print("\n== bandwidth targets (best of the rounds)")
-M64, M1 = 64 << 20, 1 << 20
-w = get("allreduce", "shm", "2", "weft", M64, "bw")
-mt = get("allreduce", "shm", "2", "mpituned", M64, "bw")
-ms = get("allreduce", "shm", "2", "mpi", M64, "bw")
-if w is not None and copy:
-    show("shm 2p 64M busbw vs copy ceiling (memcpy/2 = %.2f)" % (copy / 2), "%.2f GB/s = %.0f%%" % (w, 100 * w / (copy / 2)),
-         ">= 60%", w >= 0.6 * copy / 2)
-if w is not None and add:
-    show("shm 2p 64M busbw vs streaming add (%.2f)" % add, "%.0f%%" % (100 * w / add), "(info)", None)
-if w is not None and mt:
-    show("shm 2p 64M vs Open MPI tuned (%.2f) / shipped (%s)" % (mt, "%.2f" % ms if ms else "-"),
-         "%.2fx / %s" % (w / mt, "%.1fx" % (w / ms) if ms else "-"), ">= 3x tuned", w >= 3 * mt)
-w8 = get("allreduce", "shm", "2", "weft", 8, "t")
-m8 = min([x for x in (get("allreduce", "shm", "2", "mpi", 8, "t"), get("allreduce", "shm", "2", "mpituned", 8, "t")) if x] or [0])
-if w8 is not None and m8:
-    show("shm 2p 8 B latency vs Open MPI (%.1f us)" % m8, "%.1f us" % w8, "<= Open MPI", w8 <= m8)
-w = get("allreduce", "shm", "4", "weft", M1, "bw")
-mt = max([x for x in (get("allreduce", "shm", "4", "mpi", M1, "bw"), get("allreduce", "shm", "4", "mpituned", M1, "bw")) if x] or [0])
-if w is not None and mt:
-    show("shm 4p 1M busbw vs best Open MPI (%.2f)" % mt, "%.2f GB/s = %.2fx" % (w, w / mt), ">= 1.5x", w >= 1.5 * mt)
+print("\n== targets (best of the rounds)")
+M64, K64, M1 = 64 << 20, 64 << 10, 1 << 20
+
+def best_mpi(coll, net, np, size, what):
+    """Open MPI's better figure of its two builds (shipped, malloc-tuned)."""
+    vals = [x for x in (get(coll, net, np, "mpi", size, what), get(coll, net, np, "mpituned", size, what)) if x]
+    if not vals:
+        return None
+    return max(vals) if what == "bw" else min(vals)
+
+def latency(np, net, label):
+    w, m = get("allreduce", net, np, "weft", 8, "t"), best_mpi("allreduce", net, np, 8, "t")
+    if w is not None and m:
+        show("%s 8 B AllReduce vs Open MPI (%.1f us)" % (label, m), "%.1f us = %.2fx" % (w, w / m), "<= Open MPI", w <= m)
+
+def busbw_vs_mpi(np, net, size, label, factor):
+    w, m = get("allreduce", net, np, "weft", size, "bw"), best_mpi("allreduce", net, np, size, "bw")
+    if w is not None and m:
+        show("%s busbw vs Open MPI (%.2f)" % (label, m), "%.2f GB/s = %.2fx" % (w, w / m), ">= %gx" % factor, w >= factor * m)
+
+latency("2", "shm", "shm 2p")
+busbw_vs_mpi("2", "shm", K64, "shm 2p 64K", 2)
+for peer, label, frac in (("weftreg", "registered", 0.8), ("weft", "unregistered", 0.6)):
+    w = get("allreduce", "shm", "2", peer, M64, "bw")
+    if w is not None and copy:
+        show("shm 2p 64M %s busbw vs copy ceiling (memcpy/2 = %.2f)" % (label, copy / 2),
+             "%.2f GB/s = %.0f%%" % (w, 100 * w / (copy / 2)), ">= %d%%" % (100 * frac), w >= frac * copy / 2)
+latency("4", "shm", "shm 4p")
+busbw_vs_mpi("4", "shm", M1, "shm 4p 1M", 1.5)
+latency("2", "tcp", "TCP 2p")
 w = get("allreduce", "tcp", "2", "weft", M64, "bw")
 if w is not None and tcp:
-    show("TCP 2p 64M busbw vs loopback TCP one way (%.2f)" % tcp, "%.2f GB/s = %.0f%%" % (w, 100 * w / tcp), ">= 80%",
+    show("TCP 2p 64M busbw vs iperf3 -l 1M one way (%.2f)" % tcp, "%.2f GB/s = %.0f%%" % (w, 100 * w / tcp), ">= 80%",
          w >= 0.8 * tcp)
 if w is not None and bidir:
-    show("TCP 2p 64M busbw vs loopback TCP both ways (%.2f)" % bidir, "%.0f%%" % (100 * w / bidir), "(info)", None)
+    show("TCP 2p 64M busbw vs iperf3 both ways (%.2f)" % bidir, "%.0f%%" % (100 * w / bidir), "(info)", None)
 g = get("allreduce", "tcp", "2", "gloo", M64, "bw")
 if w is not None and g:
-    show("TCP 2p 64M busbw vs Gloo (%.2f)" % g, "%.2fx" % (w / g), ">= 2.5x", w >= 2.5 * g)
-w8 = get("allreduce", "tcp", "2", "weft", 8, "t")
-g8 = get("allreduce", "tcp", "2", "gloo", 8, "t")
-if w8 is not None:
-    show("TCP 2p 8 B latency (Gloo %s)" % ("%.1f us" % g8 if g8 else "-"), "%.1f us" % w8, "<= 30 us", w8 <= 30)
+    show("TCP 2p 64M busbw vs Gloo (%.2f)" % g, "%.2fx" % (w / g), "(info)", None)
 PY
 
 for f in "$out"/*.err; do
