@@ -26,14 +26,12 @@ constexpr int64_t kCloseWaitMs = 200;
 }  // namespace
 
 IbConnection::~IbConnection() {
-  const bool running = proxy_.joinable() && !end_.failed() && !(abortFlag_ && abortFlag_->load());
+  const bool running = progress_ && !end_.failed() && !(abortFlag_ && abortFlag_->load());
   bool drained = true;
   if (running && isSender_) drained = drainOnDestroy();
   if (running && drained) sayGoodbye();
   if (dev_ && dev_->events) dev_->events->unwatch(this);
-  stop_.store(true, std::memory_order_release);
-  ring(&proxyBell_);
-  if (proxy_.joinable()) proxy_.join();
+  if (proxy_) proxy_->remove(this);  // the proxy no longer touches this connection
   const Verbs* v = dev_ ? dev_->v : nullptr;
   flushQp_.reset();
   for (ibv_qp* qp : qps_) v->destroyQp(qp);
@@ -54,7 +52,7 @@ bool IbConnection::drainOnDestroy() {
   uint32_t done = hdr->consumed.load(std::memory_order_acquire);
   Deadline stall = Deadline::after(kStallMs);
   while (done != posted && !end_.failed() && !(abortFlag_ && abortFlag_->load(std::memory_order_acquire))) {
-    ring(&proxyBell_);
+    ring(proxy_->bell());
     std::this_thread::sleep_for(std::chrono::microseconds(100));
     uint32_t now = hdr->consumed.load(std::memory_order_acquire);
     if (now != done) {
@@ -77,7 +75,7 @@ bool IbConnection::peerLeft() const {
 void IbConnection::sayGoodbye() {
   if (peerLeft()) return;  // it closed first: nobody to tell
   closeRequested_.store(true, std::memory_order_release);
-  ring(&proxyBell_);
+  ring(proxy_->bell());
   const Deadline d = Deadline::after(kCloseWaitMs);
   while (!closeDone_.load(std::memory_order_acquire) && !end_.failed() && !d.passed())
     std::this_thread::sleep_for(std::chrono::microseconds(50));

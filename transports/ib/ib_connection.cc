@@ -221,9 +221,10 @@ void IbConnection::connect(ConnectContext& ctx, uint64_t tag) {
   if (!creditMem_) raise(weftSystemError, "NET/IB: out of memory for a credit page");
   std::memset(creditMem_, 0, kPage);
   end_.attach(fifo_->hdr(), fifo_->data(), ctx.geometry);
-  // The executor sleeps on its own bell; the proxy on proxyBell_.
-  end_.producerBell = isSender_ ? ctx.localBell : &proxyBell_;
-  end_.consumerBell = isSender_ ? &proxyBell_ : ctx.localBell;
+  // The executor sleeps on its own bell; the rank's proxy on the service's.
+  proxy_ = dev_->proxyFor(rank_);
+  end_.producerBell = isSender_ ? ctx.localBell : proxy_->bell();
+  end_.consumerBell = isSender_ ? proxy_->bell() : ctx.localBell;
   creditMr_ = dev_->hostMrs->acquire(creditMem_, kPage);
 
   if (!isSender_)
@@ -246,7 +247,8 @@ void IbConnection::connect(ConnectContext& ctx, uint64_t tag) {
   ctx.bootstrap->recv(peer_, tag, &peerReady, sizeof peerReady);
   if (peerReady != kReadyWord) raise(weftRemoteError, "NET/IB: %s: bad ready word 0x%08x", where().c_str(), peerReady);
 
-  proxy_ = std::thread([this] { proxyMain(); });
+  progress_.emplace(nSlots, flushQp_ != nullptr);
+  proxy_->add(this);
   WEFT_INFO(kNet | kInit, "NET/IB: rank %d %s rank %d via %s, GID index %d, MTU %d, %zu QP(s), %u slots of %lu bytes",
             rank_, isSender_ ? "->" : "<-", peer_, describe().c_str(), choice_.gidIndex, 128 << port.attr.active_mtu,
             qps_.size(), nSlots, static_cast<unsigned long>(slotBytes));
@@ -302,7 +304,10 @@ void IbConnection::completionError(const ibv_wc& wc) {
   raise(weftRemoteError, "%s", buf);
 }
 
-bool IbConnection::senderStep(CreditWindow& credits, InOrderWindow& done, uint32_t& sent) {
+bool IbConnection::senderStep() {
+  CreditWindow& credits = progress_->credits;
+  InOrderWindow& done = progress_->order;
+  uint32_t& sent = progress_->sent;
   bool progressed = false;
   // The peer RDMA-writes this word; an atomic view keeps the compiler from
   // caching it across iterations.
@@ -361,8 +366,11 @@ void IbConnection::postFlush(FlushSchedule& flush) {
   flush.readPosted();
 }
 
-bool IbConnection::receiverStep(CreditReturn& credits, InOrderWindow& arrived, FlushSchedule& flush,
-                                uint32_t& received) {
+bool IbConnection::receiverStep() {
+  CreditReturn& credits = progress_->returns;
+  InOrderWindow& arrived = progress_->order;
+  FlushSchedule& flush = progress_->flush;
+  uint32_t& received = progress_->received;
   bool progressed = false;
   ibv_wc wcs[kPollBatch];
   int n = ibv_poll_cq(cq_, kPollBatch, wcs);
@@ -437,43 +445,21 @@ bool IbConnection::receiverStep(CreditReturn& credits, InOrderWindow& arrived, F
   return progressed;
 }
 
-void IbConnection::proxyMain() {
-  try {
-    const uint32_t nSlots = end_.hdr->nSlots;
-    CreditWindow credits(nSlots);
-    CreditReturn returns(kMaxCreditWrites);
-    InOrderWindow order(nSlots);
-    FlushSchedule flush(flushQp_ != nullptr);
-    uint32_t sent = 0, received = 0;
-    // Completions and credits arrive without a doorbell, so the proxy
-    // polls; once idle past the spin and yield phases it naps on its bell
-    // (rung by the executor) in 50 us slices, short enough to keep polling
-    // the completion queue, long enough to leave the core to ranks that
-    // need it. It always yields rather than spinning alone: it is a thread
-    // beside the ranks, so a core per rank leaves none for it.
-    WaitKnobs knobs = waitKnobs(/*ownCore=*/false);
-    knobs.sleepSliceNs = 50 * 1000;
-    Backoff backoff(knobs);
-    while (!stop_.load(std::memory_order_acquire)) {
-      if (abortFlag_ && abortFlag_->load(std::memory_order_acquire)) break;
-      uint32_t seen = proxyBell_.seq.load(std::memory_order_acquire);
-      if (!closePosted_ && closeRequested_.load(std::memory_order_acquire)) {
-        closePosted_ = true;
-        postGoodbye();
-      }
-      bool progressed =
-          isSender_ ? senderStep(credits, order, sent) : receiverStep(returns, order, flush, received);
-      if (progressed) {
-        backoff.reset();
-        continue;
-      }
-      backoff.pause(backoff.idle(), &proxyBell_, seen);
-    }
-  } catch (const Error& e) {
-    failAsync(e.what(), true);
-  } catch (const std::exception& e) {
-    failAsync(std::string("NET/IB: proxy for ") + where() + " failed: " + e.what(), false);
+bool IbConnection::progress() {
+  if (abortFlag_ && abortFlag_->load(std::memory_order_acquire)) return false;
+  if (!closePosted_ && closeRequested_.load(std::memory_order_acquire)) {
+    closePosted_ = true;
+    postGoodbye();
   }
+  return isSender_ ? senderStep() : receiverStep();
+}
+
+void IbConnection::failed(const std::exception& e) noexcept {
+  // weft::Error was logged by raise(); anything else is news.
+  if (dynamic_cast<const Error*>(&e))
+    failAsync(e.what(), true);
+  else
+    failAsync(std::string("NET/IB: proxy for ") + where() + " failed: " + e.what(), false);
 }
 
 std::unique_ptr<Connection> connectIb(ConnectContext& ctx, int peer, uint64_t tag, bool isSender,

@@ -21,6 +21,7 @@
 #include "transports/ib/gdr_decision.h"
 #include "transports/ib/ib_connection.h"
 #include "transports/ib/ib_device.h"
+#include "transports/proxy_service.h"
 
 namespace weft::ib {
 
@@ -43,7 +44,7 @@ constexpr size_t kCloseSourceWord = kMaxCreditWrites + 1;  // receiver's credit 
 
 inline ibv_mtu minMtu(uint8_t a, uint8_t b) { return static_cast<ibv_mtu>(a < b ? a : b); }
 
-class IbConnection : public Connection {
+class IbConnection : public Connection, private ProxyTask {
  public:
   IbConnection(ConnectContext& ctx, int peer, bool isSender, const IbPortChoice& choice, const IbConfig& cfg,
                const DevicePlacement* device)
@@ -105,9 +106,11 @@ class IbConnection : public Connection {
   // The proxy: a failed completion after the peer closed is no error of
   // the job; says so once.
   void afterPeerClosed(const ibv_wc& wc);
-  void proxyMain();
-  bool senderStep(CreditWindow& credits, InOrderWindow& done, uint32_t& sent);
-  bool receiverStep(CreditReturn& credits, InOrderWindow& arrived, FlushSchedule& flush, uint32_t& received);
+  // The rank's proxy thread (proxy_service.h) calls these.
+  bool progress() override;
+  void failed(const std::exception& e) noexcept override;
+  bool senderStep();
+  bool receiverStep();
   void completionError(const ibv_wc& wc);
   // Marks the FIFO failed (both executors stop waiting) and reports the
   // communicator's async error. `logged`: raise() already printed msg.
@@ -138,14 +141,23 @@ class IbConnection : public Connection {
   ConnInfo remote_;
   uint64_t localSubnet_ = 0;  // upper 64 bits of this end's GID: a peer on another subnet needs a GRH
   FifoEnd end_;
-  Doorbell proxyBell_;
-  std::atomic<bool> stop_{false};
+  // What the proxy keeps between passes (proxy only once attached).
+  struct ProxyProgress {
+    CreditWindow credits;   // sender
+    CreditReturn returns;   // receiver
+    InOrderWindow order;    // sender: completed writes; receiver: arrived slots
+    FlushSchedule flush;    // receiver with GPU slots
+    uint32_t sent = 0, received = 0;
+    ProxyProgress(uint32_t nSlots, bool flushOn)
+        : credits(nSlots), returns(kMaxCreditWrites), order(nSlots), flush(flushOn) {}
+  };
+  std::optional<ProxyProgress> progress_;
+  std::shared_ptr<ProxyService> proxy_;  // shared by this rank's connections on dev_
   std::atomic<bool> closeRequested_{false};
   bool closePosted_ = false;  // proxy only
   std::atomic<bool> closeDone_{false};
   std::atomic<bool> peerClosed_{false};  // receiver: the sender's close notice arrived
   bool quietNoted_ = false;              // proxy only
-  std::thread proxy_;
 };
 
 }  // namespace weft::ib

@@ -55,6 +55,17 @@ MrCache& IbDevice::gpuMrs(GdrMode mode) {
   raise(weftInternalError, "NET/IB: no GPU registration for mode %s", gdrModeName(mode));
 }
 
+std::shared_ptr<ProxyService> IbDevice::proxyFor(int rank) {
+  std::lock_guard<std::mutex> lock(proxyMu_);
+  if (auto live = proxies_[rank].lock()) return live;
+  // Completions and credits arrive without a ring, so an idle proxy naps in
+  // 50 us slices: short enough to keep polling, long enough to leave the
+  // core to ranks that need it.
+  auto made = std::make_shared<ProxyService>("weft-ib-" + std::to_string(rank), 50 * 1000);
+  proxies_[rank] = made;
+  return made;
+}
+
 std::shared_ptr<IbDevice> openIbDevice(const Verbs* v, const std::string& name) {
   static std::mutex mu;
   static std::map<std::string, std::weak_ptr<IbDevice>> open;

@@ -6,7 +6,9 @@
 
 #include <infiniband/verbs.h>
 
+#include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 
@@ -14,6 +16,7 @@
 #include "transports/ib/gdr_decision.h"
 #include "transports/ib/mr_cache.h"
 #include "transports/ib/verbs_loader.h"
+#include "transports/proxy_service.h"
 
 namespace weft::ib {
 
@@ -38,6 +41,14 @@ struct IbDevice {
 
   // The cache that registers GPU memory the way `mode` says (not Staged).
   MrCache& gpuMrs(GdrMode mode);
+
+  // The progress thread that serves every connection of `rank` on this
+  // device, started with its first connection and stopped after its last.
+  std::shared_ptr<ProxyService> proxyFor(int rank);
+
+ private:
+  std::mutex proxyMu_;
+  std::map<int, std::weak_ptr<ProxyService>> proxies_;
 };
 
 // Opens `name` (or returns the process's open instance). Throws

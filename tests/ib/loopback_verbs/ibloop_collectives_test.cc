@@ -7,6 +7,8 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -198,6 +200,42 @@ TEST(IbloopRails, CapOfOneNicKeepsEachRankOnItsOwn) {
                            "rank 1 channel 1 uses lbv1:1", "capped by WEFT_IB_MAX_NICS=1"})
     EXPECT_NE(log.find(line), std::string::npos) << line << "\n" << log;
   EXPECT_EQ(log.find("rank 0 channel 1 uses lbv1:1"), std::string::npos) << log;
+}
+
+// Threads of this process whose name starts with `prefix`.
+int threadsNamed(const std::string& prefix) {
+  int n = 0;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream comm(task.path() / "comm");
+    std::string name;
+    if (std::getline(comm, name) && name.rfind(prefix, 0) == 0) n++;
+  }
+  return n;
+}
+
+// Every connection of a rank on a device is progressed by one thread: an
+// AllToAll connects each of 4 ranks to 3 peers in both directions on two
+// channels (48 connection ends), served by 4 proxy threads.
+TEST(IbloopProxy, OneProgressThreadPerRankServesEveryConnection) {
+  applySetup(kSetups[0]);
+  setenv("WEFT_NCHANNELS", "2", 1);
+  const int n = 4;
+  {
+    ThreadRanks ranks(n);
+    ASSERT_EQ(ranks.status(), weftSuccess) << weftGetLastError(nullptr);
+    for (CollKind coll : {CollKind::AllReduce, CollKind::AllToAll}) {
+      Scenario s;
+      s.coll = coll;
+      s.count = 20011;
+      s.seed = 9;
+      Inputs in = makeInputs(s, n);
+      std::string err = ranks.run([&](int r) { return runAndCheck(ranks.comm(r), r, n, s, &in); });
+      ASSERT_EQ(err, "") << s.describe();
+    }
+    EXPECT_EQ(threadsNamed("weft-ib-"), n);
+  }
+  unsetenv("WEFT_NCHANNELS");
+  EXPECT_EQ(threadsNamed("weft-ib-"), 0) << "proxy threads outlived their connections";
 }
 
 int runScenarios(int rank, int n, const weftUniqueId& id) {

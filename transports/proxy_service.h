@@ -1,0 +1,65 @@
+// One progress thread shared by many connections of a rank. A transport
+// whose connections need polling (an RDMA completion queue and credit words
+// that the network writes without waking anyone) gives each connection's
+// progress to a service instead of a thread of its own: with a thread per
+// connection direction a rank talking to 32 peers over 2 channels ran 128
+// of them, mostly asleep, each one a stack and a wake-up to schedule.
+//
+// The thread polls every task in turn; when a whole pass moves nothing it
+// backs off (spin, yield, then naps on its bell, which executors ring when
+// they post), exactly as a single connection's proxy did.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <exception>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "src/util/doorbell.h"
+
+namespace weft {
+
+class ProxyTask {
+ public:
+  virtual ~ProxyTask() = default;
+  // One non-blocking pass; true when it moved anything. An exception ends
+  // the task: failed() gets it and progress() is not called again.
+  virtual bool progress() = 0;
+  virtual void failed(const std::exception& e) noexcept = 0;
+};
+
+class ProxyService {
+ public:
+  // `name` appears in the thread's name (top, gdb) and in log lines.
+  // `sleepSliceNs`: the longest nap once idle, so completions that arrive
+  // without a ring are seen within it.
+  ProxyService(std::string name, int64_t sleepSliceNs);
+  ~ProxyService();  // stops and joins the thread; every task must be removed
+  ProxyService(const ProxyService&) = delete;
+  ProxyService& operator=(const ProxyService&) = delete;
+
+  void add(ProxyTask* task);
+  // Once this returns, `task` is not running and is never called again.
+  void remove(ProxyTask* task);
+
+  // Ring it when a task may have work (a slot posted or consumed).
+  Doorbell* bell() { return &bell_; }
+  size_t taskCount() const;
+
+ private:
+  void run();
+  bool pass();
+
+  std::string name_;
+  WaitKnobs knobs_;
+  Doorbell bell_;
+  mutable std::mutex mu_;  // held by the thread during a pass
+  std::vector<ProxyTask*> tasks_;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+}  // namespace weft
