@@ -100,6 +100,7 @@ void conninfoSeeds() {
   info.fifoRkey = 0x55;
   info.nSlots = 8;
   info.slotBytes = 512 << 10;
+  info.pkey = 0xffff;
   std::vector<uint8_t> wire = ib::encodeConnInfo(info);
   write("conninfo_ib", "receiver", wire);
   wire.push_back(0);  // one byte longer: the harness fixes the checksum

@@ -28,6 +28,7 @@ ConnInfo sample() {
   c.slotBytes = 512 * 1024;
   c.creditAddr = 0x7fff'0000'1000ull;
   c.creditRkey = 0x0badf00d;
+  c.pkey = 0x8001;
   return c;
 }
 
@@ -123,4 +124,17 @@ TEST(IbConnInfo, ValidChecksumButInsaneFieldsRejected) {
   c.usable = 0;
   auto w = encodeConnInfo(c);
   EXPECT_EQ(decodeConnInfo(w.data(), w.size()).usable, 0);
+}
+
+// Partition keys: the partitions (low 15 bits) must agree and one end must
+// be a full member (bit 15); an unknown key (0) is not judged.
+TEST(IbConnInfo, PartitionKeysMustShareAPartitionWithOneFullMember) {
+  EXPECT_EQ(partitionProblem(0xffff, 0xffff), "");
+  EXPECT_EQ(partitionProblem(0x8001, 0x0001), "");  // full and limited
+  EXPECT_EQ(partitionProblem(0, 0x8002), "");       // this end could not say
+  EXPECT_EQ(partitionProblem(0x8001, 0), "");
+  EXPECT_EQ(partitionProblem(0x8001, 0x8002), "partition keys differ (0x8001 here, 0x8002 on the peer)");
+  EXPECT_EQ(partitionProblem(0xffff, 0x8001), "partition keys differ (0xffff here, 0x8001 on the peer)");
+  EXPECT_EQ(partitionProblem(0x0003, 0x0003),
+            "both ends are limited members of partition 0x0003 (one must be a full member)");
 }

@@ -1,5 +1,7 @@
 #include "transports/ib/conn_info.h"
 
+#include <cstdio>
+
 #include "src/util/error.h"
 
 namespace weft::ib {
@@ -56,6 +58,7 @@ void writeBody(Writer& w, const ConnInfo& c) {
   for (uint8_t b : c.gid) w.u8(b);
   w.u8(c.gidType);
   w.u64(c.subnetPrefix);
+  w.u16(c.pkey);
   w.u64(c.fifoAddr);
   w.u32(c.fifoRkey);
   w.u32(c.nSlots);
@@ -75,6 +78,21 @@ uint32_t crc32(const uint8_t* data, size_t bytes) {
     for (int b = 0; b < 8; ++b) crc = (crc >> 1) ^ (0xedb88320u & (0u - (crc & 1u)));
   }
   return ~crc;
+}
+
+std::string partitionProblem(uint16_t mine, uint16_t peer) {
+  if (mine == 0 || peer == 0) return "";
+  char buf[160];
+  if ((mine & 0x7fff) != (peer & 0x7fff)) {
+    std::snprintf(buf, sizeof buf, "partition keys differ (0x%04x here, 0x%04x on the peer)", mine, peer);
+    return buf;
+  }
+  if (((mine | peer) & 0x8000) == 0) {
+    std::snprintf(buf, sizeof buf, "both ends are limited members of partition 0x%04x (one must be a full member)",
+                  mine & 0x7fff);
+    return buf;
+  }
+  return "";
 }
 
 size_t connInfoWireBytes() {
@@ -126,6 +144,7 @@ ConnInfo decodeConnInfo(const uint8_t* data, size_t bytes) {
   for (auto& b : c.gid) b = r.u8();
   c.gidType = r.u8();
   c.subnetPrefix = r.u64();
+  c.pkey = r.u16();
   c.fifoAddr = r.u64();
   c.fifoRkey = r.u32();
   c.nSlots = r.u32();

@@ -11,13 +11,14 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace weft::ib {
 
 constexpr uint32_t kIbMaxQps = 16;
 constexpr uint32_t kConnInfoMagic = 0x57464942;  // "WFIB"
-constexpr uint16_t kConnInfoVersion = 2;
+constexpr uint16_t kConnInfoVersion = 3;
 
 enum class ConnRole : uint8_t { Sender = 1, Receiver = 2 };
 
@@ -35,6 +36,7 @@ struct ConnInfo {
   std::array<uint8_t, 16> gid{};
   uint8_t gidType = 0;       // 1 + GidType of that GID (0: unknown)
   uint64_t subnetPrefix = 0; // the upper 64 bits of the GID: IB's subnet; a differing one needs a GRH
+  uint16_t pkey = 0;         // the partition key at WEFT_IB_PKEY's index (0: not known)
   // Receiver: slot 0 of its FIFO and the rkey to write there.
   uint64_t fifoAddr = 0;
   uint32_t fifoRkey = 0;
@@ -57,5 +59,12 @@ std::vector<uint8_t> encodeConnInfo(const ConnInfo& info);
 ConnInfo decodeConnInfo(const uint8_t* data, size_t bytes);
 
 uint32_t crc32(const uint8_t* data, size_t bytes);
+
+// Why two ends with these partition keys cannot talk, or "" when they can
+// (or when either key is unknown, 0). Bit 15 of a key is membership (full
+// or limited), the other 15 bits the partition: the partitions must agree
+// and at least one end must be a full member. A mismatch otherwise shows
+// only as retries that run out, tens of seconds into the first call.
+std::string partitionProblem(uint16_t mine, uint16_t peer);
 
 }  // namespace weft::ib

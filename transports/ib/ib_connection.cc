@@ -124,6 +124,8 @@ IbConnection::PortState IbConnection::openPort() {
   if (cfg_.pkeyIndex >= st.attr.pkey_tbl_len)
     raise(weftInvalidArgument, "NET/IB: WEFT_IB_PKEY=%d, but %s has %u partition keys (indices 0..%d)",
           cfg_.pkeyIndex, where().c_str(), st.attr.pkey_tbl_len, st.attr.pkey_tbl_len - 1);
+  __be16 pkey = 0;
+  if (v->queryPkey && v->queryPkey(dev_->ctx, st.num, cfg_.pkeyIndex, &pkey) == 0) st.pkey = ntohs(pkey);
   if (v->queryGid(dev_->ctx, st.num, choice_.gidIndex, &st.gid) != 0)
     raise(weftSystemError, "NET/IB: ibv_query_gid(%s, index %d) failed", where().c_str(), choice_.gidIndex);
   return st;
@@ -146,6 +148,7 @@ ConnInfo IbConnection::localInfo(const PortState& port, const FifoGeometry& g) c
   std::memcpy(mine.gid.data(), port.gid.raw, 16);
   mine.gidType = static_cast<uint8_t>(1 + static_cast<int>(choice_.gidType));
   mine.subnetPrefix = subnetPrefixOf(mine.gid);
+  mine.pkey = port.pkey;
   mine.nSlots = g.nSlots;
   mine.slotBytes = g.slotBytes;
   if (isSender_) {
@@ -182,6 +185,10 @@ ConnInfo IbConnection::exchangeInfo(ConnectContext& ctx, uint64_t tag, const Con
   if (remote.linkLayer != mine.linkLayer)
     raise(weftInvalidUsage, "NET/IB: %s: link layers differ (%s here, the peer's is code %u)", where().c_str(),
           linkLayerName(choice_.port.linkLayer), remote.linkLayer);
+  const std::string partition = partitionProblem(mine.pkey, remote.pkey);
+  if (!partition.empty())
+    raise(weftInvalidUsage, "NET/IB: %s: %s: the QPs could not reach each other (WEFT_IB_PKEY=%d here; check the "
+          "partition configuration of both hosts)", where().c_str(), partition.c_str(), cfg_.pkeyIndex);
   const bool roce = choice_.port.linkLayer == LinkLayer::Ethernet;
   auto address = [](const ConnInfo& c) {
     return GidAddress{c.gid, c.gidType >= 1 && c.gidType <= 3 ? static_cast<GidType>(c.gidType - 1) : GidType::Unknown,

@@ -87,6 +87,7 @@ class IbConnection : public Connection, private ProxyTask {
     uint8_t num = 0;
     ibv_port_attr attr{};
     ibv_gid gid{};
+    uint16_t pkey = 0;  // host order; 0 when the library cannot say
   };
   PortState openPort();
   ConnInfo localInfo(const PortState& port, const FifoGeometry& g) const;

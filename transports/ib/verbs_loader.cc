@@ -55,6 +55,7 @@ VerbsLoad loadVerbsFrom(const std::string& name) {
   bind(lib, "ibv_wc_status_str", v.wcStatusStr, &missing);
   bind(lib, "ibv_port_state_str", v.portStateStr, &missing);
   bind(lib, "ibv_reg_dmabuf_mr", v.regDmabufMr, nullptr);
+  bind(lib, "ibv_query_pkey", v.queryPkey, nullptr);
   bind(lib, "ibv_get_async_event", v.getAsyncEvent, nullptr);
   bind(lib, "ibv_ack_async_event", v.ackAsyncEvent, nullptr);
   bind(lib, "ibv_event_type_str", v.eventTypeStr, nullptr);

@@ -24,6 +24,8 @@ struct Verbs {
   int (*queryDevice)(ibv_context* ctx, ibv_device_attr* attr) = nullptr;
   int (*queryPort)(ibv_context* ctx, uint8_t port, ibv_port_attr* attr) = nullptr;
   int (*queryGid)(ibv_context* ctx, uint8_t port, int index, ibv_gid* gid) = nullptr;
+  // Optional: the partition key at an index, in network byte order.
+  int (*queryPkey)(ibv_context* ctx, uint8_t port, int index, __be16* pkey) = nullptr;
   ibv_pd* (*allocPd)(ibv_context* ctx) = nullptr;
   int (*deallocPd)(ibv_pd* pd) = nullptr;
   ibv_mr* (*regMr)(ibv_pd* pd, void* addr, size_t length, int access) = nullptr;

@@ -272,6 +272,29 @@ TEST(IbloopAddressing, PkeyIndexBeyondTheTableIsNamed) {
   EXPECT_NE(f.log.find("has 2 partition keys (indices 0..1)"), std::string::npos) << f.log;
 }
 
+// The hosts' partition tables disagree at the chosen index: a clear error
+// at connect naming both keys, not retries that run out in the first call.
+TEST(IbloopAddressing, PartitionKeysThatDifferAreNamedAtConnect) {
+  FaultRun f = runWith(2, [](int r) {
+    return Env{{"WEFT_IB_PKEY", "1"}, {"LOOPBACK_VERBS_PKEYS", r == 0 ? "ffff,8001" : "ffff,8002"}};
+  }, 5);
+  expectBoundedErrors(f, {{kInitFailed, kCallFailed}, {kInitFailed, kCallFailed}}, 20000);
+  EXPECT_NE(f.log.find("partition keys differ (0x8001 here, 0x8002 on the peer)"), std::string::npos) << f.log;
+  EXPECT_EQ(f.log.find("status 12"), std::string::npos) << f.log;
+}
+
+// Both ends limited members of one partition cannot talk either; one full
+// member with one limited member can.
+TEST(IbloopAddressing, LimitedMembersNeedOneFullMember) {
+  FaultRun limited = runWith(2, [](int) { return Env{{"WEFT_IB_PKEY", "1"}, {"LOOPBACK_VERBS_PKEYS", "ffff,0001"}}; }, 5);
+  expectBoundedErrors(limited, {{kInitFailed, kCallFailed}, {kInitFailed, kCallFailed}}, 20000);
+  EXPECT_NE(limited.log.find("both ends are limited members of partition 0x0001"), std::string::npos) << limited.log;
+  FaultRun mixed = runWith(2, [](int r) {
+    return Env{{"WEFT_IB_PKEY", "1"}, {"LOOPBACK_VERBS_PKEYS", r == 0 ? "ffff,8001" : "ffff,0001"}};
+  }, 5);
+  EXPECT_EQ(mixed.result.failures(), "");
+}
+
 // RoCE: every packet carries a GRH with the traffic class and hop limit.
 TEST(IbloopAddressing, RoceGrhCarriesTrafficClass) {
   FaultRun f = runWith(2, [](int) {

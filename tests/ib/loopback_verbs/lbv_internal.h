@@ -54,7 +54,7 @@ struct QpShared {
   std::atomic<uint32_t> psnRefused; // 1 once a request arrived with an unexpected PSN
   uint32_t linkLayer;               // IBV_LINK_LAYER_*
   uint16_t lid;
-  uint16_t pkeyIndex;               // partition: QPs reach each other only with the same one
+  uint16_t pkey;                    // partition key: QPs reach each other only in one partition (samePartition)
   uint8_t gids[2][16];              // the owner port's GID table
   std::atomic<uint64_t> head, tail; // produced / consumed messages
   Msg ring[kRing];
@@ -69,8 +69,11 @@ struct PortConf {
   bool roceV1 = false;  // RoCE: GIDs of type RoCE v1 instead of v2
 };
 
-// Partition keys of every port: index 0 the default full-membership key.
-constexpr int kPkeys = 2;
+// Partition keys of every port (LOOPBACK_VERBS_PKEYS, hex, comma-separated;
+// default ffff,8001: the default partition, then partition 1, both as a
+// full member). Bit 15 is membership (1 full, 0 limited), the rest the
+// partition: two QPs talk when the partitions agree and one is full.
+inline bool samePartition(uint16_t a, uint16_t b) { return (a & 0x7fff) == (b & 0x7fff) && ((a | b) & 0x8000); }
 
 // What the QP attributes weft sets must be (LOOPBACK_VERBS_EXPECT); -1:
 // anything valid. A mismatch makes ibv_modify_qp fail with EINVAL and says
@@ -200,6 +203,7 @@ struct Process {
   std::vector<ibv_device*> devList;
   Faults faults;
   Expect expect;
+  std::vector<uint16_t> pkeys;
   std::string fabric;
   std::map<uint32_t, Mr*> mrs;  // by key (lkey == rkey)
   uint32_t nextKey = 0x100;

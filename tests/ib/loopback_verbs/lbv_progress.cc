@@ -67,7 +67,7 @@ bool reachable(Process& p, Qp* q) {
   if (st != IBV_QPS_RTR && st != IBV_QPS_RTS) return false;
   if (r->remoteQpn.load() != q->qp.qp_num) return false;
   if (r->linkLayer != q->self->linkLayer) return false;
-  if (r->pkeyIndex != q->self->pkeyIndex) return false;  // different partitions
+  if (!samePartition(r->pkey, q->self->pkey)) return false;  // different partitions, or both limited members
   // IB across subnets: only a GRH (routed by the destination GID, with hops
   // to spare) reaches the peer.
   if (r->linkLayer == IBV_LINK_LAYER_INFINIBAND && std::memcmp(r->gids[0], q->self->gids[0], 8) != 0 &&

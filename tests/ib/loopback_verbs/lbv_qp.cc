@@ -63,9 +63,10 @@ int toInit(Qp* q, const ibv_qp_attr* a, int mask) {
     q->port = a->port_num;
   }
   if (mask & IBV_QP_PKEY_INDEX) {
-    if (a->pkey_index >= kPkeys || !expected(q->qp.qp_num, "pkey_index", proc().expect.pkeyIndex, a->pkey_index))
+    if (a->pkey_index >= proc().pkeys.size() ||
+        !expected(q->qp.qp_num, "pkey_index", proc().expect.pkeyIndex, a->pkey_index))
       return EINVAL;
-    q->self->pkeyIndex = a->pkey_index;
+    q->self->pkey = proc().pkeys[a->pkey_index];
   }
   if (mask & IBV_QP_ACCESS_FLAGS) q->access = a->qp_access_flags;
   const PortConf& pc = proc().devs[q->ctx->devIndex].ports[q->port - 1];

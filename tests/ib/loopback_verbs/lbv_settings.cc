@@ -114,6 +114,19 @@ Expect parseExpect(const char* spec) {
   return e;
 }
 
+std::vector<uint16_t> parsePkeys(const char* spec) {
+  std::vector<uint16_t> keys;
+  std::string s = spec && *spec ? spec : "ffff,8001";
+  size_t at = 0;
+  while (at <= s.size() && keys.size() < 64) {
+    size_t end = s.find(',', at);
+    if (end == std::string::npos) end = s.size();
+    keys.push_back(static_cast<uint16_t>(std::strtoul(s.substr(at, end - at).c_str(), nullptr, 16)));
+    at = end + 1;
+  }
+  return keys;
+}
+
 }  // namespace
 
 void loadSettings(Process& p) {
@@ -121,6 +134,7 @@ void loadSettings(Process& p) {
   p.fabric = fabric && *fabric ? fabric : "lbv-" + std::to_string(getuid());
   p.faults = parseFaults(std::getenv("LOOPBACK_VERBS_FAULTS"));
   p.expect = parseExpect(std::getenv("LOOPBACK_VERBS_EXPECT"));
+  p.pkeys = parsePkeys(std::getenv("LOOPBACK_VERBS_PKEYS"));
   p.rng = p.faults.seed * 2654435761u + static_cast<uint64_t>(getpid());
   p.completions.store(0);
   p.portDown.store(false);

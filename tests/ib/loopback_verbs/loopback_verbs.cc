@@ -25,6 +25,7 @@
 //   LOOPBACK_VERBS_DEVICES  devices and ports: "lbv0:2:IB,lbv1:1:RoCE" (default lbv0:1:IB);
 //                           a port spelled "IB-down" / "RoCE-down" is DOWN from the start
 //   LOOPBACK_VERBS_FAULTS   comma-separated faults, see loadSettings (lbv_settings.cc)
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -159,12 +160,21 @@ int ibv_query_port(ibv_context* ch, uint8_t port, _compat_ibv_port_attr* compat)
   a->active_mtu = IBV_MTU_4096;
   a->gid_tbl_len = pc.linkLayer == IBV_LINK_LAYER_ETHERNET ? 2 : 1;
   a->max_msg_sz = 1u << 31;
-  a->pkey_tbl_len = kPkeys;
+  a->pkey_tbl_len = static_cast<uint16_t>(proc().pkeys.size());
   a->lid = pc.linkLayer == IBV_LINK_LAYER_ETHERNET ? 0 : lidOf(c->devIndex, port);
   a->active_width = 2;   // 4x
   a->active_speed = 32;  // EDR
   a->phys_state = a->state == IBV_PORT_ACTIVE ? 5 : 3;
   a->link_layer = static_cast<uint8_t>(pc.linkLayer);
+  return 0;
+}
+
+int ibv_query_pkey(ibv_context* ch, uint8_t port, int index, __be16* pkey) {
+  if (!ch || !pkey) return EINVAL;
+  Context* c = ctxOf(ch);
+  if (port < 1 || port > portCount(c)) return EINVAL;
+  if (index < 0 || index >= static_cast<int>(proc().pkeys.size())) return EINVAL;
+  *pkey = htons(proc().pkeys[static_cast<size_t>(index)]);
   return 0;
 }
 
