@@ -27,8 +27,10 @@ CostTerms hierCost(Coll c, const CostInputs& in, double B) {
   return {lat, bytes};
 }
 
-// For the pipeline model: rings throughout, so it keeps whole slots; the
-// step count is the host ring's and the rail ring's together.
+// For the pipeline model: rings throughout (steps in sequence, each a block
+// per rank), so it keeps whole slots. The model prices the steps through
+// hierCost's latency term (host hops and rail hops); this count only marks
+// the algorithm as ring-like.
 double hierSteps(Coll c, int n) { return c == Coll::AllReduce ? 2.0 * (n - 1) : double(n - 1); }
 
 std::array<bool, plan::kNumColls> hierCollectives() {
@@ -54,6 +56,14 @@ CostTerms hierTreeCost(Coll, const CostInputs& in, double B) {
   return {lat, bytes};
 }
 
+// The rail trees carry what the host's reduce-scatter left each local rank:
+// 1/L of the data.
+double hierTreePipelineShare(Coll, const CostInputs& in) {
+  const int n = std::max(in.nranks, 1);
+  const int H = std::clamp(in.nHosts, 1, n);
+  return 1.0 / double((n + H - 1) / H);
+}
+
 // On one host it is the host ring alone, with one rank per host a plain
 // binary tree: the ring and binarytree entries already cover those.
 bool hierTreeApplies(Coll, const CostInputs& in) {
@@ -72,6 +82,7 @@ std::array<bool, plan::kNumColls> allReduceOnly() {
 AlgoInfo hierTreeAlgoInfo() {
   AlgoInfo info{"hiertree", allReduceOnly(), buildHierarchicalTree, hierTreeCost, nullptr};
   info.applies = hierTreeApplies;
+  info.pipelineShare = hierTreePipelineShare;
   return info;
 }
 

@@ -23,13 +23,18 @@ double pipelinedUs(plan::Coll c, AlgoId a, const CostInputs& in, int channels, u
   const double slice = double(std::max<uint64_t>(sliceBytes, 1));
   const auto ringSteps = algoInfo(a).ringSteps;
   if (const double steps = ringSteps ? ringSteps(c, n) : 0.0; steps > 0) {
-    // Steps in sequence, each moving one block per rank in S slices.
+    // Steps in sequence, each moving one block per rank in S slices, each
+    // slice a hop: the latency term (the steps' hops, at the latency of the
+    // link each crosses) S times over. For a flat ring that is steps x S x
+    // the hop latency; a hierarchical ring has short hops in the host and
+    // long ones across hosts, and far fewer steps than 2(n-1).
     const double S = std::max(1.0, std::ceil(perChannel / n / slice));
-    return cal.baseUs + steps * S * ch * L + bytesUs;
+    return cal.baseUs + latencyTermUs(c, a, in) * S * ch + bytesUs;
   }
   // A pipeline: depth in hops from the model's latency term.
   const double depth = std::max(1.0, std::round(latencyTermUs(c, a, in) / std::max(L, 1e-9)));
-  const double S = std::max(1.0, std::ceil(perChannel / slice));
+  const auto share = algoInfo(a).pipelineShare;
+  const double S = std::max(1.0, std::ceil(perChannel * (share ? share(c, in) : 1.0) / slice));
   return cal.baseUs + (depth + S - 1) * (ch * L + bytesUs / S);
 }
 

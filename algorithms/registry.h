@@ -33,6 +33,11 @@ struct AlgoInfo {
   // call takes, each moving one block per rank at once; 0 (or no function)
   // when the call is a pipeline of hops instead (chains, trees).
   double (*ringSteps)(plan::Coll c, int nranks) = nullptr;
+  // For a pipeline: the fraction of a channel's bytes that one pipeline
+  // carries (a tree per rail after a reduce-scatter in the host carries
+  // 1/L of them), so the piece count, and with it the fill time, is
+  // counted on what the pipeline really moves; nullptr: all of them.
+  double (*pipelineShare)(plan::Coll c, const CostInputs& in) = nullptr;
   // Whether the algorithm is worth running on the communicator's layout
   // (in.nranks on in.nHosts hosts); nullptr: everywhere. Where it does not
   // apply (an algorithm that degenerates into another one there) its cost
