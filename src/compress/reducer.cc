@@ -92,10 +92,14 @@ void weftReducer::reduceBucket(int b) {
   weftResult_t r;
   if (bk.compressor) {
     r = weftCompressedAllReduce(flat, flat, bk.compressor, nullptr);
+    // The compressors sum; the average is Avg's last step, in the bucket's
+    // own type (a 16-bit bucket is divided in float32 and rounded once).
     if (r == weftSuccess && average) {
-      float* f = reinterpret_cast<float*>(flat);
-      const float inv = 1.0f / float(comm->nranks);
-      for (size_t k = 0; k < bk.count; k++) f[k] *= inv;
+      kernels::RedOp avg;
+      avg.kind = kernels::OpKind::Avg;
+      avg.type = type;
+      avg.nranks = comm->nranks;
+      kernels::transform(flat, flat, bk.count, avg, kernels::kApplyPost);
     }
   } else {
     r = weftAllReduce(flat, flat, bk.count, type, average ? weftAvg : weftSum, comm, nullptr);

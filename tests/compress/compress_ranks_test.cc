@@ -419,6 +419,61 @@ TEST(CompressBadInput, ReducerMisuse) {
     EXPECT_NE(log.find(text), std::string::npos) << text;
 }
 
+// A reducer of 16-bit gradients with compression and averaging: TopK at
+// ratio 1 sums exactly (integers), then the average divides in float32 and
+// rounds once into the 16-bit bucket, as an uncompressed Avg does.
+TEST(CompressRanks, ReducerAveragesSixteenBitCompressedBuckets) {
+  const int n = 3;
+  ThreadRanks ranks(n);
+  ASSERT_EQ(ranks.status(), weftSuccess);
+  const size_t counts[2] = {301, 77};
+  for (weftDataType_t type : {weftBfloat16, weftFloat16}) {
+    EXPECT_EQ(ranks.run([&](int r) -> std::string {
+      std::vector<std::vector<uint16_t>> bufs(2);
+      std::vector<std::vector<float>> expect(2);
+      for (int b = 0; b < 2; b++) {
+        std::vector<float> mine(counts[b]), sum(counts[b], 0.0f);
+        for (int q = 0; q < n; q++)
+          for (size_t i = 0; i < counts[b]; i++) {
+            const float v = float(int((q * 7 + i * 3 + b) % 11) - 5);
+            if (q == r) mine[i] = v;
+            sum[i] += v;
+          }
+        bufs[b].resize(counts[b]);
+        kernels::floatToNarrow(bufs[b].data(), mine.data(), counts[b], type);
+        for (float& v : sum) v /= float(n);
+        // Rounded once to the buffer's type, then back for comparison.
+        std::vector<uint16_t> narrow(counts[b]);
+        kernels::floatToNarrow(narrow.data(), sum.data(), counts[b], type);
+        expect[b].resize(counts[b]);
+        kernels::narrowToFloat(expect[b].data(), narrow.data(), counts[b], type);
+      }
+      void* ptrs[2] = {bufs[0].data(), bufs[1].data()};
+      weftReducerConfig cfg = WEFT_REDUCER_CONFIG_INITIALIZER;
+      cfg.average = 1;
+      cfg.compress = weftCompressTopK;
+      cfg.ratio = 1.0;
+      weftReducer_t red = nullptr;
+      if (weftResult_t rc = weftReducerCreate(ranks.comm(r), 2, ptrs, counts, type, &cfg, &red)) return err(r, "create", rc);
+      std::string problems;
+      if (weftReducerMarkReady(red, 1) || weftReducerMarkReady(red, 0) || weftReducerWait(red))
+        problems = err(r, "step", weftInternalError);
+      weftReducerDestroy(red);
+      for (int b = 0; b < 2 && problems.empty(); b++) {
+        std::vector<float> got(counts[b]);
+        kernels::narrowToFloat(got.data(), bufs[b].data(), counts[b], type);
+        for (size_t i = 0; i < counts[b]; i++)
+          if (got[i] != expect[b][i]) {
+            problems = "rank " + std::to_string(r) + " buffer " + std::to_string(b) + " element " + std::to_string(i) +
+                       ": " + std::to_string(got[i]) + ", expected " + std::to_string(expect[b][i]) + "\n";
+            break;
+          }
+      }
+      return problems;
+    }), "") << kernels::typeName(type);
+  }
+}
+
 // The reducer's thread reduces full buckets while the caller "computes"
 // (sleeps, so the two cores stay free for the communication): most of the
 // communication must be hidden, and the stats must add up.
