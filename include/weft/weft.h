@@ -309,7 +309,10 @@ WEFT_API weftResult_t weftCompressorDestroy(weftCompressor_t compressor);
 /* ---- Bucketed reducer ------------------------------------------------------ */
 /* Groups gradient buffers into buckets and runs each bucket's AllReduce on a
  * thread of the reducer as soon as all its buffers are marked ready, while
- * the caller goes on computing (docs/compression.md). Host buffers only. */
+ * the caller goes on computing (docs/compression.md). The buffers are all
+ * host memory or all on one GPU; for GPU buffers each bucket is packed,
+ * reduced and unpacked on the reducer's own CUDA stream, after the work
+ * that produced its gradients (weftReducerMarkReadyOnStream). */
 
 typedef struct weftReducer* weftReducer_t;
 
@@ -353,6 +356,11 @@ WEFT_API weftResult_t weftReducerCreate(weftComm_t comm, int nbuffers, void* con
 /* Buffer `index` holds its final gradient for this step; the caller must not
  * touch it until Wait returns. A bucket whose buffers are all ready starts. */
 WEFT_API weftResult_t weftReducerMarkReady(weftReducer_t reducer, int index);
+/* GPU buffers: buffer `index` is final once the work queued on `stream` so
+ * far has run (NULL: the legacy default stream, which is also what
+ * weftReducerMarkReady uses for GPU buffers). The call does not wait for it;
+ * a stream given for host buffers is weftInvalidUsage. */
+WEFT_API weftResult_t weftReducerMarkReadyOnStream(weftReducer_t reducer, int index, weftStream_t stream);
 /* Waits until every bucket of this step is reduced and written back. Every
  * buffer must have been marked; otherwise weftInvalidUsage and no buffer is
  * written. Starts the next step. */

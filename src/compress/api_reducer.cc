@@ -120,7 +120,7 @@ void buildBuckets(weftReducer* r, size_t bucketBytes, size_t firstBytes, const w
     bk.count += r->counts[k];
   }
   for (weftReducer::Bucket& bk : r->buckets) {
-    bk.flat.resize(bk.count * r->elemSize);
+    if (!r->device) bk.flat.resize(bk.count * r->elemSize);
     bk.unmarked = int(bk.members.size());
     if (r->compress == weftCompressNone) continue;
     bk.compressor = compress::createCompressor(r->comm, bk.count, r->type, &cc);
@@ -162,12 +162,23 @@ WEFT_API weftResult_t weftReducerCreate(weftComm_t comm, int nbuffers, void* con
     size_t bucketBytes = 0, firstBytes = 0;
     weftCompressConfig cc;
     applyConfig(r.get(), config, &bucketBytes, &firstBytes, &cc);
+    const int gpu = compress::buffersDevice(r->buffers, r->counts);
     agreeOnLayout(r.get(), bucketBytes, firstBytes);
+    if (gpu >= 0) {
+      // Made before the buckets' compressors, so buildBuckets knows the kind.
+      std::vector<size_t> bytes(nbuffers);
+      for (int i = 0; i < nbuffers; i++) bytes[size_t(i)] = r->counts[size_t(i)] * r->elemSize;
+      std::vector<int> of;
+      const int nb = compress::assignBuckets(bytes, bucketBytes, firstBytes, of);
+      std::vector<size_t> flatBytes(size_t(nb), 0);
+      for (int i = 0; i < nbuffers; i++) flatBytes[size_t(of[size_t(i)])] += bytes[size_t(i)];
+      r->device = std::make_unique<compress::DeviceBuckets>(gpu, size_t(nbuffers), flatBytes);
+    }
     buildBuckets(r.get(), bucketBytes, firstBytes, cc);
     r->worker = std::thread([p = r.get()] { p->run(); });
-    WEFT_INFO(kColl, "%s: %d buffers in %zu buckets (first %zu B, then %zu B), %s, compression %s", fn, nbuffers,
+    WEFT_INFO(kColl, "%s: %d buffers in %zu buckets (first %zu B, then %zu B), %s, compression %s, %s", fn, nbuffers,
               r->buckets.size(), firstBytes, bucketBytes, r->average ? "average" : "sum",
-              compress::kindName(r->compress));
+              compress::kindName(r->compress), gpu >= 0 ? ("GPU " + std::to_string(gpu)).c_str() : "host buffers");
     {
       std::lock_guard<std::mutex> lock(liveMutex);
       live().insert(r.get());
@@ -177,9 +188,14 @@ WEFT_API weftResult_t weftReducerCreate(weftComm_t comm, int nbuffers, void* con
   });
 }
 
-WEFT_API weftResult_t weftReducerMarkReady(weftReducer_t r, int index) {
-  const char* fn = "weftReducerMarkReady";
+}  // extern "C"
+
+namespace {
+
+weftResult_t markReady(weftReducer_t r, int index, weftStream_t producer, bool streamGiven, const char* fn) {
   if (weftResult_t rc = checkReducer(r, fn)) return rc;
+  if (streamGiven && producer && !r->device)
+    return refuse(weftInvalidUsage, fn, "a stream was given for host buffers (host gradients are final when marked)");
   std::lock_guard<std::mutex> lock(r->mutex);
   if (index < 0 || index >= int(r->marked.size()))
     return refuse(weftInvalidArgument, fn,
@@ -188,6 +204,13 @@ WEFT_API weftResult_t weftReducerMarkReady(weftReducer_t r, int index) {
   if (r->marked[index])
     return refuse(weftInvalidUsage, fn,
                   "buffer " + std::to_string(index) + " was already marked ready in this step (call Wait first)");
+  if (r->device) {
+    if (weftResult_t rc = guarded([&] {
+          r->device->markReady(index, producer);
+          return weftSuccess;
+        }))
+      return rc;
+  }
   if (!r->stepStart) r->stepStart = nowNs();
   r->marked[index] = true;
   const int b = r->bucketOf[index];
@@ -197,6 +220,18 @@ WEFT_API weftResult_t weftReducerMarkReady(weftReducer_t r, int index) {
     r->workCv.notify_one();
   }
   return weftSuccess;
+}
+
+}  // namespace
+
+extern "C" {
+
+WEFT_API weftResult_t weftReducerMarkReady(weftReducer_t r, int index) {
+  return markReady(r, index, nullptr, false, "weftReducerMarkReady");
+}
+
+WEFT_API weftResult_t weftReducerMarkReadyOnStream(weftReducer_t r, int index, weftStream_t stream) {
+  return markReady(r, index, stream, true, "weftReducerMarkReadyOnStream");
 }
 
 WEFT_API weftResult_t weftReducerWait(weftReducer_t r) {

@@ -71,9 +71,17 @@ void weftReducer::run() {
     // it counts as finished, so Wait never returns while buffers are written.
     if (finished + 1 == int(buckets.size()) && error == weftSuccess) {
       lock.unlock();
-      writeBack();
+      weftResult_t w = weftSuccess;
+      try {
+        writeBack();
+      } catch (const Error& e) {  // device buffers: a CUDA error or the timeout
+        w = e.code();
+      }
       lock.lock();
-      written = true;
+      if (w == weftSuccess)
+        written = true;
+      else if (error == weftSuccess)
+        error = w;
     }
     finished++;
     busy.emplace_back(t0, nowNs());
@@ -81,8 +89,37 @@ void weftReducer::run() {
   }
 }
 
+std::vector<compress::BucketSlice> weftReducer::slicesOf(int b) const {
+  const Bucket& bk = buckets[b];
+  std::vector<compress::BucketSlice> out;
+  for (size_t j = 0; j < bk.members.size(); j++) {
+    const int i = bk.members[j];
+    out.push_back({i, bk.offsets[j] * elemSize, counts[i] * elemSize});
+  }
+  return out;
+}
+
+// Device buckets: packed, reduced and averaged on the reducer's stream after
+// the producers' ready events; this thread waits for them (bounded), so a
+// bucket counts as finished when its device work has run.
+void weftReducer::reduceDeviceBucket(int b) {
+  Bucket& bk = buckets[b];
+  device->pack(b, slicesOf(b), buffers.data());
+  void* flat = device->flat(b);
+  weftResult_t r;
+  if (bk.compressor) {
+    r = weftCompressedAllReduce(flat, flat, bk.compressor, device->stream());
+    if (r == weftSuccess && average) device->average(b, bk.count, type, comm->nranks);
+  } else {
+    r = weftAllReduce(flat, flat, bk.count, type, average ? weftAvg : weftSum, comm, device->stream());
+  }
+  if (r != weftSuccess) raise(r, "weftReducer: AllReduce of bucket %d failed: %s", b, weftGetErrorString(r));
+  device->finish(comm->timeoutMs, "a bucket's AllReduce");
+}
+
 // Gathers the bucket's buffers into its flat buffer and reduces it there.
 void weftReducer::reduceBucket(int b) {
+  if (device) return reduceDeviceBucket(b);
   Bucket& bk = buckets[b];
   unsigned char* flat = bk.flat.data();
   for (size_t j = 0; j < bk.members.size(); j++) {
@@ -108,6 +145,11 @@ void weftReducer::reduceBucket(int b) {
 }
 
 void weftReducer::writeBack() {
+  if (device) {
+    for (size_t b = 0; b < buckets.size(); b++) device->unpack(int(b), slicesOf(int(b)), buffers.data());
+    device->finish(comm->timeoutMs, "writing the results back");
+    return;
+  }
   for (Bucket& bk : buckets)
     for (size_t j = 0; j < bk.members.size(); j++) {
       const int i = bk.members[j];

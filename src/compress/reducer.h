@@ -9,12 +9,14 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
 #include <utility>
 #include <vector>
 
+#include "src/compress/reducer_device.h"
 #include "weft/weft.h"
 
 namespace weft::compress {
@@ -34,7 +36,7 @@ struct weftReducer {
     std::vector<int> members;    // buffer indices, in fill order
     std::vector<size_t> offsets; // each member's element offset in flat
     size_t count = 0;            // elements
-    std::vector<unsigned char> flat;
+    std::vector<unsigned char> flat;  // host buffers (device: DeviceBuckets::flat)
     weftCompressor_t compressor = nullptr;
     int unmarked = 0;            // members not yet marked this step
   };
@@ -48,6 +50,8 @@ struct weftReducer {
   std::vector<size_t> counts;
   std::vector<int> bucketOf;
   std::vector<Bucket> buckets;
+  // Gradients in GPU memory: the buckets' device side; null for host buffers.
+  std::unique_ptr<weft::compress::DeviceBuckets> device;
 
   // Step state, under mutex.
   std::mutex mutex;
@@ -68,7 +72,9 @@ struct weftReducer {
 
   void run();  // the worker's loop
   void reduceBucket(int b);
+  void reduceDeviceBucket(int b);
   void writeBack();
+  std::vector<weft::compress::BucketSlice> slicesOf(int b) const;
   // Wait's two halves; the lock is held.
   weftResult_t finishStep(std::unique_lock<std::mutex>& lock, int64_t waitEnter);
   std::string unmarkedList() const;

@@ -419,6 +419,26 @@ TEST(CompressBadInput, ReducerMisuse) {
     EXPECT_NE(log.find(text), std::string::npos) << text;
 }
 
+// Host gradients are final when marked: a stream for them is a mistake,
+// and marking with no stream is the plain MarkReady.
+TEST(CompressBadInput, ReducerStreamForHostBuffers) {
+  ThreadRanks ranks(1);
+  ASSERT_EQ(ranks.status(), weftSuccess);
+  const long logStart = logFileEnd();
+  std::vector<float> g(8, 2.0f);
+  void* bufs[1] = {g.data()};
+  const size_t counts[1] = {8};
+  weftReducer_t red = nullptr;
+  ASSERT_EQ(weftReducerCreate(ranks.comm(0), 1, bufs, counts, weftFloat32, nullptr, &red), weftSuccess);
+  int notAStream = 0;
+  EXPECT_EQ(weftReducerMarkReadyOnStream(red, 0, &notAStream), weftInvalidUsage);
+  EXPECT_EQ(weftReducerMarkReadyOnStream(red, 0, nullptr), weftSuccess);
+  EXPECT_EQ(weftReducerWait(red), weftSuccess);
+  EXPECT_EQ(g, std::vector<float>(8, 2.0f));
+  EXPECT_EQ(weftReducerDestroy(red), weftSuccess);
+  EXPECT_NE(logTextSince(logStart).find("a stream was given for host buffers"), std::string::npos);
+}
+
 // A reducer of 16-bit gradients with compression and averaging: TopK at
 // ratio 1 sums exactly (integers), then the average divides in float32 and
 // rounds once into the 16-bit bucket, as an uncompressed Avg does.
