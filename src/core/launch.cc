@@ -37,7 +37,10 @@ HostExecContext execContext(weftComm_t comm) {
   ctx.timeoutMs = comm->timeoutMs;
   ctx.oversubscribed = comm->oversubscribed;
   ctx.rank = comm->rank;
-  if (comm->trace) ctx.trace = comm->trace->buffer();
+  if (comm->trace) {
+    ctx.trace = comm->trace->buffer();
+    ctx.traceComm = comm->trace->slot();
+  }
   ctx.state = &comm->callState;
   ctx.explainTimeout = [comm] { return explainTimeout(comm); };
   return ctx;

@@ -142,10 +142,6 @@ void writeEvent(FdOut& o, const TraceEvent& e, const TraceRankInfo* ranks, int n
     o << ",\"channels\":" << int64_t(e.channels) << ",\"root\":" << int64_t(e.root);
     o << ",\"steps\":" << int64_t(e.steps) << ",\"result\":";
     o.quoted(e.result);
-    if (e.commSlot >= 0 && e.commSlot < nRanks) {
-      o << ",\"comm\":";
-      o.quoted(ranks[e.commSlot].comm);
-    }
   } else {
     int64_t wait = 0;
     for (int64_t w : e.waitNs) wait += w;
@@ -158,6 +154,10 @@ void writeEvent(FdOut& o, const TraceEvent& e, const TraceRankInfo* ranks, int n
     o.micros(wait);
     o << ",\"move_us\":";
     o.micros(e.moveNs);
+  }
+  if (e.commSlot >= 0 && e.commSlot < nRanks) {
+    o << ",\"comm\":";
+    o.quoted(ranks[e.commSlot].comm);
   }
   o << "}}";
 }

@@ -27,7 +27,7 @@ struct TraceEvent {
   Kind kind = Call;
   uint8_t nRecv = 0, nSend = 0;
   int16_t channels = 0;  // Call: channels of the plan
-  int8_t commSlot = -1;  // Call: the communicator (TraceBuffer::addRank's slot)
+  int8_t commSlot = -1;  // the communicator (TraceBuffer::addRank's slot)
   int32_t pid = 0;       // the rank
   int32_t tid = 0;       // 0: calls; 1 + c: channel c's steps
   int32_t root = -1;     // Call: root or peer (-1: none)

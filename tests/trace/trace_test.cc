@@ -126,6 +126,7 @@ TEST(Trace, OneFilePerRankWithCallsAndSteps) {
     std::set<int> peers;
     for (const json& s : steps) {
       EXPECT_GE(s["tid"].get<int>(), 1);
+      EXPECT_EQ(s["args"]["comm"], doc["otherData"]["ranks"][0]["comm"]);
       const double ts = s["ts"], end = ts + s["dur"].get<double>();
       bool inside = false;
       for (const json& c : calls)
