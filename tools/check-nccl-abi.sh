@@ -10,10 +10,10 @@
 #           2.28.9 with CUDA 13.0; its nccl_device.h comes with it) instead of
 #           weft's, as a program built for real NCCL is, and link and load
 #           the binaries against weft's libnccl.so.2: every symbol they import
-#           must resolve. Weak imports weft lacks are listed, not failed:
-#           nccl-tests declares NCCL's device-API calls (ncclDevCommCreate,
-#           ncclDevCommDestroy, from nccl_device.h) weak and calls them only
-#           with -D (its device-API kernels), which weft cannot run.
+#           must resolve. Weak imports weft lacks would be listed, not
+#           failed: nccl-tests declares its device-API calls
+#           (ncclDevCommCreate/Destroy, nccl_device.h) weak and calls them
+#           only with -D; weft exports both, failing with ncclInvalidUsage.
 #   --mpi   build nccl-tests with MPI (MPI=1, OpenMPI from Debian), which is
 #           what runs 2 ranks on a single GPU (NCCL_TESTS_DEVICE=0).
 #   --run   also run all_reduce_perf on the GPUs present and require
