@@ -54,13 +54,17 @@ void logLines(const std::string& report, bool warn) {
 // request is answered at once from the bootstrap reader thread, and the
 // report runs on a thread of its own.
 
+// Never destroyed: a printing thread may still end while the process exits.
 std::mutex pendingMutex;
-std::set<const weftComm*> pendingReports;  // at most one queued report per communicator
+std::set<const weftComm*>& pendingReports() {  // at most one queued report per communicator
+  static auto* pending = new std::set<const weftComm*>;
+  return *pending;
+}
 
 void reportOnThread(weftComm* comm, const std::string& trigger) {
   {
     std::lock_guard<std::mutex> lock(pendingMutex);
-    if (!pendingReports.insert(comm).second) return;  // one is already on its way
+    if (!pendingReports().insert(comm).second) return;  // one is already on its way
   }
   std::thread([comm, trigger] {
     forEachLiveComm([&](weftComm* live) {  // comm may have been destroyed since
@@ -73,7 +77,7 @@ void reportOnThread(weftComm* comm, const std::string& trigger) {
       }
     });
     std::lock_guard<std::mutex> lock(pendingMutex);
-    pendingReports.erase(comm);
+    pendingReports().erase(comm);
   }).detach();
 }
 
