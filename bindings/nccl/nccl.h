@@ -205,6 +205,14 @@ WEFT_NCCL_API ncclResult_t ncclCommDestroy(ncclComm_t comm);
 WEFT_NCCL_API ncclResult_t ncclCommAbort(ncclComm_t comm);
 /* Not in weft: ncclInvalidUsage (ncclCommAbort stops in-flight operations). */
 WEFT_NCCL_API ncclResult_t ncclCommRevoke(ncclComm_t comm, int revokeFlags);
+/* NCCL 2.28's device API (NVIDIA's nccl_device.h) is not in weft: these two
+ * host calls exist so that a program built against that header links and
+ * loads, and fail with ncclInvalidUsage (a WARN line says why). */
+struct ncclDevCommRequirements;
+struct ncclDevComm;
+WEFT_NCCL_API ncclResult_t ncclDevCommCreate(ncclComm_t comm, const struct ncclDevCommRequirements* reqs,
+                                             struct ncclDevComm* outDevComm);
+WEFT_NCCL_API ncclResult_t ncclDevCommDestroy(ncclComm_t comm, const struct ncclDevComm* devComm);
 WEFT_NCCL_API ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError);
 WEFT_NCCL_API ncclResult_t ncclCommCount(const ncclComm_t comm, int* count);
 WEFT_NCCL_API ncclResult_t ncclCommCuDevice(const ncclComm_t comm, int* device);

@@ -47,6 +47,23 @@ ncclResult_t ncclCommRevoke(ncclComm_t comm, int revokeFlags) {
   return ncclInvalidUsage;
 }
 
+// NCCL's device API lets kernels of the application's own drive NCCL's
+// memory windows and barriers from the GPU; weft has no device-side API.
+ncclResult_t ncclDevCommCreate(ncclComm_t comm, const struct ncclDevCommRequirements* reqs, struct ncclDevComm* out) {
+  if (ncclResult_t r = checkComm(comm)) return r;
+  if (!reqs || !out) return ncclInvalidArgument;
+  WEFT_WARN("ncclDevCommCreate: weft has no NCCL device API (nccl_device.h): kernels that call NCCL from the GPU "
+            "cannot run on it; use the host collectives");
+  return ncclInvalidUsage;
+}
+
+ncclResult_t ncclDevCommDestroy(ncclComm_t comm, const struct ncclDevComm* devComm) {
+  if (ncclResult_t r = checkComm(comm)) return r;
+  if (!devComm) return ncclInvalidArgument;
+  WEFT_WARN("ncclDevCommDestroy: weft has no NCCL device API, so no device communicator was created");
+  return ncclInvalidUsage;
+}
+
 // weft's groups run when they end; none can be ended without running, so
 // the group stays open for the caller's ncclGroupEnd.
 ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t* simInfo) {
@@ -64,3 +81,5 @@ ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t* simInfo) {
 WEFT_NCCL_PROFILING_ALIAS(ncclCommShrink)
 WEFT_NCCL_PROFILING_ALIAS(ncclCommRevoke)
 WEFT_NCCL_PROFILING_ALIAS(ncclGroupSimulateEnd)
+WEFT_NCCL_PROFILING_ALIAS(ncclDevCommCreate)
+WEFT_NCCL_PROFILING_ALIAS(ncclDevCommDestroy)

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <mutex>
 #include <numeric>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -22,6 +23,17 @@ namespace weft {
 namespace {
 
 constexpr uint32_t kStateQuery = 0x44494147;  // "DIAG": send me your RankCallState
+// "DPRT": gather and print the report; the signal arrived at another rank.
+constexpr uint32_t kPrintQuery = 0x44505254;
+struct PrintRequest {
+  uint32_t kind = kPrintQuery;
+  int32_t fromRank = -1;
+  int32_t sig = 0;
+};
+
+std::string signalTrigger(int sig, int toRank) {
+  return "on signal " + std::to_string(sig) + " (WEFT_DIAGNOSE_SIGNAL) to rank " + std::to_string(toRank);
+}
 
 int64_t waitBound(const weftComm* comm) { return std::min<int64_t>(kDiagnoseWaitMs, comm->timeoutMs); }
 
@@ -31,6 +43,72 @@ void logLines(const std::string& report, bool warn) {
   while (std::getline(in, line)) {
     if (warn) WEFT_WARN("%s", line.c_str());
     else WEFT_INFO(kColl, "%s", line.c_str());
+  }
+}
+
+// ---- a report printed by the lowest live rank --------------------------
+// A signal may reach any rank (an operator signals the process they found
+// stuck), but one place should hold the report: the lowest rank that
+// answers the gather, rank 0 unless it is gone. The receiving rank gathers
+// (which also tells it who is alive) and asks that rank to print; the
+// request is answered at once from the bootstrap reader thread, and the
+// report runs on a thread of its own.
+
+// Never destroyed: a printing thread may still end while the process exits.
+std::mutex pendingMutex;
+std::set<const weftComm*>& pendingReports() {  // at most one queued report per communicator
+  static auto* pending = new std::set<const weftComm*>;
+  return *pending;
+}
+
+void reportOnThread(weftComm* comm, const std::string& trigger) {
+  {
+    std::lock_guard<std::mutex> lock(pendingMutex);
+    if (!pendingReports().insert(comm).second) return;  // one is already on its way
+  }
+  std::thread([comm, trigger] {
+    forEachLiveComm([&](weftComm* live) {  // comm may have been destroyed since
+      if (live != comm) return;
+      setLogRank(live->rank);
+      try {
+        diagnoseComm(live, trigger);
+      } catch (const std::exception& e) {
+        WEFT_WARN("diagnosis %s failed: %s", trigger.c_str(), e.what());
+      }
+    });
+    std::lock_guard<std::mutex> lock(pendingMutex);
+    pendingReports().erase(comm);
+  }).detach();
+}
+
+void reportFromLowestLiveRank(weftComm* comm, int sig) {
+  const std::string trigger = signalTrigger(sig, comm->rank);
+  try {
+    const std::vector<RankReport> ranks = gatherCallStates(comm, waitBound(comm));
+    int lowest = comm->rank;
+    for (const RankReport& r : ranks)
+      if (r.answered) {
+        lowest = r.rank;
+        break;
+      }
+    if (lowest != comm->rank) {
+      PrintRequest req;
+      req.fromRank = comm->rank;
+      req.sig = sig;
+      const char* p = reinterpret_cast<const char*>(&req);
+      const Bootstrap::QueryResult q = comm->bootstrap->query({lowest}, std::vector<char>(p, p + sizeof(req)),
+                                                             waitBound(comm));
+      if (q.answered[0] && q.replies[0].size() == 1) {
+        WEFT_WARN("%s: the diagnosis of communicator '%s' is printed by rank %d, the lowest rank that answers",
+                  trigger.c_str(), comm->name.c_str(), lowest);
+        return;
+      }
+      WEFT_WARN("%s: rank %d did not take the diagnosis (%s); this rank prints it", trigger.c_str(), lowest,
+                q.why[0].c_str());
+    }
+    logLines(formatReport(comm->name, comm->rank, trigger, judgeCallStates(ranks)), true);
+  } catch (const std::exception& e) {
+    WEFT_WARN("diagnosis %s failed: %s", trigger.c_str(), e.what());
   }
 }
 
@@ -65,7 +143,7 @@ void signalWatcher(int sig) {
     if (n <= 0) return;
     forEachLiveComm([sig](weftComm* comm) {
       setLogRank(comm->rank);
-      diagnoseComm(comm, std::string("on signal ") + std::to_string(sig) + " (WEFT_DIAGNOSE_SIGNAL)");
+      reportFromLowestLiveRank(comm, sig);
     });
   }
 }
@@ -86,7 +164,9 @@ bool startSignalWatcher() {
   action.sa_flags = SA_SIGINFO | SA_RESTART;
   sigemptyset(&action.sa_mask);
   if (sigaction(sig, &action, &previousAction) != 0) raiseErrno("sigaction for WEFT_DIAGNOSE_SIGNAL");
-  WEFT_INFO(kInit, "signal %d (WEFT_DIAGNOSE_SIGNAL=%s) logs a diagnosis of every communicator of this process",
+  WEFT_INFO(kInit,
+            "signal %d (WEFT_DIAGNOSE_SIGNAL=%s): the lowest rank that answers logs a diagnosis of each "
+            "communicator of this process",
             sig, text.c_str());
   return true;
 }
@@ -143,8 +223,14 @@ void answerDiagnosisQueries(weftComm* comm) {
   weftComm* raw = comm;
   comm->bootstrap->setQueryHandler([raw](int, const std::vector<char>& request) {
     uint32_t kind = 0;
-    if (request.size() == sizeof(kind)) memcpy(&kind, request.data(), sizeof(kind));
-    if (kind != kStateQuery) return std::vector<char>();
+    if (request.size() >= sizeof(kind)) memcpy(&kind, request.data(), sizeof(kind));
+    if (kind == kPrintQuery && request.size() == sizeof(PrintRequest)) {
+      PrintRequest req;
+      memcpy(&req, request.data(), sizeof(req));
+      reportOnThread(raw, signalTrigger(req.sig, req.fromRank));
+      return std::vector<char>(1, 1);
+    }
+    if (kind != kStateQuery || request.size() != sizeof(kind)) return std::vector<char>();
     const RankCallState s = raw->callState.snapshot();
     const char* p = reinterpret_cast<const char*>(&s);
     return std::vector<char>(p, p + sizeof(s));

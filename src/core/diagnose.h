@@ -12,8 +12,10 @@
 //
 // Run on a timeout (its summary joins the timeout error; the lowest rank
 // inside the collective logs the whole report at WARN), by
-// weftCommDiagnose, and on the signal WEFT_DIAGNOSE_SIGNAL names (the
-// process that gets it logs the report of each of its communicators).
+// weftCommDiagnose, and on the signal WEFT_DIAGNOSE_SIGNAL names (for each
+// communicator of the process that gets it, the lowest rank that answers
+// the gather, rank 0 unless it is gone, logs the report; the receiving rank
+// logs which rank that is).
 #pragma once
 
 #include <cstdint>

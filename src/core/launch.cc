@@ -37,7 +37,10 @@ HostExecContext execContext(weftComm_t comm) {
   ctx.timeoutMs = comm->timeoutMs;
   ctx.oversubscribed = comm->oversubscribed;
   ctx.rank = comm->rank;
-  if (comm->trace) ctx.trace = comm->trace->buffer();
+  if (comm->trace) {
+    ctx.trace = comm->trace->buffer();
+    ctx.traceComm = comm->trace->slot();
+  }
   ctx.state = &comm->callState;
   ctx.explainTimeout = [comm] { return explainTimeout(comm); };
   return ctx;
@@ -288,7 +291,13 @@ void runBatch(weftComm_t comm, const std::vector<OpDesc>& ops) {
         runCollective(comm, op);
       } else {
         const int64_t start = nowNs();
-        const TracedCall shape = runCollective(comm, op);
+        TracedCall shape;
+        try {
+          shape = runCollective(comm, op);
+        } catch (const Error& e) {
+          traceCall(comm, op, TracedCall{}, start, nowNs(), e.code());
+          throw;
+        }
         traceCall(comm, op, shape, start, nowNs());
       }
     }
@@ -298,7 +307,13 @@ void runBatch(weftComm_t comm, const std::vector<OpDesc>& ops) {
       return;
     }
     const int64_t start = nowNs();
-    const size_t steps = runPointToPoint(comm, p2p);
+    size_t steps = 0;
+    try {
+      steps = runPointToPoint(comm, p2p);
+    } catch (const Error& e) {
+      traceP2P(comm, p2p, 0, start, nowNs(), e.code());
+      throw;
+    }
     traceP2P(comm, p2p, steps, start, nowNs());
   } catch (const Error& e) {
     if (e.code() != weftTimeout || strstr(e.what(), kDiagnosisMarker)) throw;

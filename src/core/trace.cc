@@ -22,6 +22,21 @@ void copyName(char (&dst)[N], const char* src) {
   dst[i] = 0;
 }
 
+const char* resultName(weftResult_t r) {
+  switch (r) {
+    case weftSuccess: return "ok";
+    case weftUnhandledCudaError: return "unhandled cuda error";
+    case weftSystemError: return "system error";
+    case weftInternalError: return "internal error";
+    case weftInvalidArgument: return "invalid argument";
+    case weftInvalidUsage: return "invalid usage";
+    case weftRemoteError: return "remote error";
+    case weftInProgress: return "in progress";
+    case weftTimeout: return "timeout";
+    default: return "error";
+  }
+}
+
 int64_t wallNs() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
       .count();
@@ -47,8 +62,8 @@ void openTrace(weftComm* comm) {
   info.wallSyncNs = syncWallNs;
   snprintf(info.host, sizeof(info.host), "%s", comm->peers[comm->rank].hostname);
   snprintf(info.comm, sizeof(info.comm), "%s", comm->name.c_str());
-  buffer->addRank(info);
-  comm->trace = std::make_unique<CommTrace>(std::move(buffer), comm->rank);
+  const int slot = buffer->addRank(info);
+  comm->trace = std::make_unique<CommTrace>(std::move(buffer), comm->rank, slot);
 }
 
 namespace {
@@ -56,10 +71,13 @@ namespace {
 // What every call event holds besides the call's own shape.
 struct CallSpan {
   uint32_t call;
-  int rank;
+  int rank, slot;
   int64_t startNs, endNs;
+  weftResult_t result;
   void fill(TraceEvent& e) const {
     e.kind = TraceEvent::Call;
+    e.commSlot = int8_t(slot);
+    e.result = resultName(result);
     e.pid = rank;
     e.tid = 0;
     e.index = call;
@@ -70,9 +88,10 @@ struct CallSpan {
 
 }  // namespace
 
-void traceCall(weftComm* comm, const OpDesc& op, const TracedCall& shape, int64_t startNs, int64_t endNs) {
+void traceCall(weftComm* comm, const OpDesc& op, const TracedCall& shape, int64_t startNs, int64_t endNs,
+               weftResult_t result) {
   CommTrace& t = *comm->trace;
-  const CallSpan span{t.nextCall(), t.rank(), startNs, endNs};
+  const CallSpan span{t.nextCall(), t.rank(), t.slot(), startNs, endNs, result};
   t.buffer()->record([&](TraceEvent& e) {
     span.fill(e);
     e.name = plan::collName(op.coll);
@@ -88,9 +107,10 @@ void traceCall(weftComm* comm, const OpDesc& op, const TracedCall& shape, int64_
   });
 }
 
-void traceP2P(weftComm* comm, const std::vector<const OpDesc*>& ops, size_t steps, int64_t startNs, int64_t endNs) {
+void traceP2P(weftComm* comm, const std::vector<const OpDesc*>& ops, size_t steps, int64_t startNs, int64_t endNs,
+              weftResult_t result) {
   CommTrace& t = *comm->trace;
-  const CallSpan span{t.nextCall(), t.rank(), startNs, endNs};
+  const CallSpan span{t.nextCall(), t.rank(), t.slot(), startNs, endNs, result};
   uint64_t bytes = 0;
   for (const OpDesc* op : ops) bytes += op->count * kernels::typeSize(op->type);
   t.buffer()->record([&](TraceEvent& e) {

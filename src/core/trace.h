@@ -16,15 +16,18 @@ namespace weft {
 
 class CommTrace {
  public:
-  CommTrace(std::shared_ptr<TraceBuffer> buffer, int rank) : buffer_(std::move(buffer)), rank_(rank) {}
+  CommTrace(std::shared_ptr<TraceBuffer> buffer, int rank, int slot)
+      : buffer_(std::move(buffer)), rank_(rank), slot_(slot) {}
   ~CommTrace() { buffer_->flush(); }
   TraceBuffer* buffer() const { return buffer_.get(); }
   int rank() const { return rank_; }
+  int slot() const { return slot_; }  // the communicator's, in the file's rank list
   uint32_t nextCall() { return calls_++; }
 
  private:
   std::shared_ptr<TraceBuffer> buffer_;
   int rank_;
+  int slot_;
   uint32_t calls_ = 0;
 };
 
@@ -42,8 +45,12 @@ struct TracedCall {
 // WEFT_TRACE_FILE is unset or its file cannot be written (one WARN).
 void openTrace(weftComm* comm);
 
-void traceCall(weftComm* comm, const OpDesc& op, const TracedCall& shape, int64_t startNs, int64_t endNs);
+// `result`: weftSuccess, or the error that ended the call (a failed call is
+// traced too, with what launch had chosen unknown).
+void traceCall(weftComm* comm, const OpDesc& op, const TracedCall& shape, int64_t startNs, int64_t endNs,
+               weftResult_t result = weftSuccess);
 // A batch of grouped send/recv calls: one event.
-void traceP2P(weftComm* comm, const std::vector<const OpDesc*>& ops, size_t steps, int64_t startNs, int64_t endNs);
+void traceP2P(weftComm* comm, const std::vector<const OpDesc*>& ops, size_t steps, int64_t startNs, int64_t endNs,
+              weftResult_t result = weftSuccess);
 
 }  // namespace weft

@@ -30,6 +30,8 @@ struct FileLayer {
 // everything they touch is constant-initialised (constinit) or built on
 // first use (processDefaults).
 constinit std::atomic<bool> gNcclNames{false};
+// NCCL's own name for a user's nccl.conf (read with the NCCL names on).
+constexpr const char* kNcclConfFile = "NCCL_CONF_FILE";
 
 constinit std::mutex gMutex;
 constinit std::shared_ptr<const FileLayer> gFiles;                    // guarded by gMutex
@@ -87,10 +89,11 @@ void parseLine(const std::string& path, int lineNo, const std::string& raw, bool
   v.source = Source{Source::File, path, lineNo, ncclFile ? name : std::string(), {}};
 }
 
-void parseFile(const std::string& path, bool mustExist, bool ncclFile, FileLayer* layer) {
+// `namedBy`: the variable that named the file, for a file that must exist.
+void parseFile(const std::string& path, const char* namedBy, bool ncclFile, FileLayer* layer) {
   std::ifstream in(path);
   if (!in) {
-    if (mustExist) layer->warnings.push_back(path + " (WEFT_CONF_FILE) cannot be read; ignored");
+    if (namedBy) layer->warnings.push_back(path + " (" + namedBy + ") cannot be read; ignored");
     return;
   }
   std::string line;
@@ -107,15 +110,23 @@ std::vector<std::string> standardPaths(const std::string& base) {
 std::shared_ptr<const FileLayer> loadFiles() {
   auto layer = std::make_shared<FileLayer>();
   std::vector<std::string> paths, ncclPaths;
+  bool ncclOverridden = false;
   {
     std::lock_guard<std::mutex> lock(gMutex);
     paths = gPathOverride ? *gPathOverride : standardPaths("weft.conf");
     if (gNcclNames) ncclPaths = gNcclPathOverride ? *gNcclPathOverride : standardPaths("nccl.conf");
+    ncclOverridden = gNcclPathOverride.has_value();
     layer->defaults = processDefaults();
   }
-  for (const std::string& p : ncclPaths) parseFile(p, false, true, layer.get());
-  for (const std::string& p : paths) parseFile(p, false, false, layer.get());
-  if (auto extra = envString(info(Id::kConfFile).name)) parseFile(*extra, true, false, layer.get());
+  // As NCCL does, NCCL_CONF_FILE takes the place of ~/.nccl.conf (above
+  // /etc/nccl.conf); with a path override (tests) it is not looked at.
+  std::optional<std::string> ncclUserFile;
+  if (!ncclPaths.empty() && !ncclOverridden) ncclUserFile = envString(kNcclConfFile);
+  if (ncclUserFile) ncclPaths.resize(1);  // /etc/nccl.conf only
+  for (const std::string& p : ncclPaths) parseFile(p, nullptr, true, layer.get());
+  if (ncclUserFile) parseFile(*ncclUserFile, kNcclConfFile, true, layer.get());
+  for (const std::string& p : paths) parseFile(p, nullptr, false, layer.get());
+  if (auto extra = envString(info(Id::kConfFile).name)) parseFile(*extra, info(Id::kConfFile).name, false, layer.get());
   std::lock_guard<std::mutex> lock(gMutex);
   gFiles = layer;
   return layer;
@@ -171,7 +182,7 @@ std::vector<std::string> ignoredNcclEnvironment() {
     std::string_view entry(*e);
     if (entry.rfind("NCCL_", 0) != 0) continue;
     std::string name(entry.substr(0, entry.find('=')));
-    if (!findNccl(name)) out.push_back(name + " (environment)");
+    if (!findNccl(name) && name != kNcclConfFile) out.push_back(name + " (environment)");
   }
   return out;
 }

@@ -121,7 +121,7 @@ void writeWaits(FdOut& o, const char* key, const TraceEvent& e, int first, int n
   o << "]";
 }
 
-void writeEvent(FdOut& o, const TraceEvent& e) {
+void writeEvent(FdOut& o, const TraceEvent& e, const TraceRankInfo* ranks, int nRanks) {
   o << "{\"name\":";
   o.quoted(e.name);
   o << ",\"cat\":\"" << (e.kind == TraceEvent::Call ? "call" : "step") << "\",\"ph\":\"X\",\"ts\":";
@@ -140,7 +140,8 @@ void writeEvent(FdOut& o, const TraceEvent& e) {
     o << ",\"protocol\":";
     o.quoted(e.proto);
     o << ",\"channels\":" << int64_t(e.channels) << ",\"root\":" << int64_t(e.root);
-    o << ",\"steps\":" << int64_t(e.steps);
+    o << ",\"steps\":" << int64_t(e.steps) << ",\"result\":";
+    o.quoted(e.result);
   } else {
     int64_t wait = 0;
     for (int64_t w : e.waitNs) wait += w;
@@ -153,6 +154,10 @@ void writeEvent(FdOut& o, const TraceEvent& e) {
     o.micros(wait);
     o << ",\"move_us\":";
     o.micros(e.moveNs);
+  }
+  if (e.commSlot >= 0 && e.commSlot < nRanks) {
+    o << ",\"comm\":";
+    o.quoted(ranks[e.commSlot].comm);
   }
   o << "}}";
 }
@@ -220,12 +225,13 @@ TraceBuffer::~TraceBuffer() {
   free(events_);
 }
 
-void TraceBuffer::addRank(const TraceRankInfo& info) {
+int TraceBuffer::addRank(const TraceRankInfo& info) {
   std::lock_guard<std::mutex> lock(mutex_);
   int i = nRanks_.load();
-  if (i >= kMaxRanks) return;  // the events still name their rank
+  if (i >= kMaxRanks) return -1;  // the events still name their rank
   ranks_[i] = info;
   nRanks_.store(i + 1, std::memory_order_release);
+  return i;
 }
 
 void TraceBuffer::flush() {
@@ -251,7 +257,7 @@ void TraceBuffer::flushFromSignal() {
       const TraceEvent& e = events_[i % capacity_];
       if (e.seq.load(std::memory_order_acquire) != i + 1) continue;  // being overwritten
       o << (written++ ? ",\n" : "");
-      writeEvent(o, e);
+      writeEvent(o, e, ranks_, nRanks);
     }
     if (!written) o << "{\"name\":\"no events\",\"ph\":\"i\",\"ts\":0,\"pid\":0,\"tid\":0,\"s\":\"g\"}";
     o << "\n],\n\"displayTimeUnit\":\"ns\",\n\"otherData\":{\"weft_trace_version\":1,\"max_events\":";

@@ -27,6 +27,7 @@ struct TraceEvent {
   Kind kind = Call;
   uint8_t nRecv = 0, nSend = 0;
   int16_t channels = 0;  // Call: channels of the plan
+  int8_t commSlot = -1;  // the communicator (TraceBuffer::addRank's slot)
   int32_t pid = 0;       // the rank
   int32_t tid = 0;       // 0: calls; 1 + c: channel c's steps
   int32_t root = -1;     // Call: root or peer (-1: none)
@@ -37,6 +38,7 @@ struct TraceEvent {
   const char* name = "";      // a string literal: collective or step shape
   const char* type = "";      // Call: data type (literal)
   const char* op = "";        // Call: reduction (literal)
+  const char* result = "";    // Call: "ok", or the error that ended it (literal)
   char algo[16] = {};         // Call: algorithm name (copied: registry names may move)
   char proto[8] = {};         // Call: protocol name
   int16_t peer[4] = {-1, -1, -1, -1};  // Step: recv peers 0-1, send peers 2-3
@@ -74,7 +76,8 @@ class TraceBuffer {
     e.seq.store(i + 1, std::memory_order_release);
   }
 
-  void addRank(const TraceRankInfo& info);
+  // Returns the communicator's slot for its events (-1: past kMaxRanks).
+  int addRank(const TraceRankInfo& info);
   // Rewrites the whole file from the ring; flushes from several threads
   // take turns.
   void flush();

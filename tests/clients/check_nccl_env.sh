@@ -2,7 +2,7 @@
 # check_nccl_env.sh NCCL_C_CLIENT
 # libnccl.so.2 honours the NCCL_* names operators set: NCCL_DEBUG turns its
 # log on, each value read under an NCCL name is logged at INFO with that
-# name, ~/.nccl.conf is read, a WEFT_ name wins over its NCCL twin, and a
+# name, ~/.nccl.conf (or NCCL_CONF_FILE's file) is read, a WEFT_ name wins over its NCCL twin, and a
 # malformed NCCL_ value is the WEFT_ twin's error under the NCCL name; a
 # late rank is waited for, a dead one is not, WEFT_TIMEOUT_MS still applies.
 set -uo pipefail
@@ -33,6 +33,20 @@ expect "$log" "NCCL_NTHREADS ($tmp/.nccl.conf line 2) has no weft equivalent; ig
 expect "$log" "2 channel(s)"
 expect "$log" "INFO setting WEFT_TIMEOUT_MS=2147483647 (libnccl.so.2's default)"
 expect "$log" "timeout 2147483647 ms"
+
+# 1b. NCCL_CONF_FILE takes the place of ~/.nccl.conf, as for NCCL; one that
+# cannot be read is warned about.
+printf 'NCCL_ALGO=tree\n' > "$tmp/job.conf"
+log=$tmp/log1b
+NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=ENV,INIT NCCL_DEBUG_FILE=$log NCCL_CONF_FILE=$tmp/job.conf \
+  "$client" env > "$tmp/out1b" 2>&1 || { echo "FAIL: run 1b exited $?"; cat "$tmp/out1b"; fail=1; }
+expect "$log" "INFO setting WEFT_ALGO=tree (NCCL_ALGO in $tmp/job.conf line 1)"
+if grep -qF "NCCL_NTHREADS" "$log"; then echo "FAIL: ~/.nccl.conf read although NCCL_CONF_FILE is set"; fail=1; fi
+if grep -qF "NCCL_CONF_FILE (environment) has no weft equivalent" "$log"; then echo "FAIL: NCCL_CONF_FILE called unknown"; fail=1; fi
+log=$tmp/log1c
+NCCL_DEBUG=WARN NCCL_DEBUG_FILE=$log NCCL_CONF_FILE=$tmp/absent.conf \
+  "$client" env > "$tmp/out1c" 2>&1 || { echo "FAIL: run 1c exited $?"; cat "$tmp/out1c"; fail=1; }
+expect "$log" "$tmp/absent.conf (NCCL_CONF_FILE) cannot be read; ignored"
 
 # 2. The WEFT_ name wins over its NCCL twin; WEFT_DEBUG over NCCL_DEBUG.
 log=$tmp/log2

@@ -164,6 +164,16 @@ static void checkNotInWeft(ncclComm_t comm, int rank) {
   CHECK(shrunk == NULL, "shrink must clear *newcomm");
   CHECK(strstr(ncclGetLastError(NULL), "ncclCommShrink") != NULL, "last error: %s", ncclGetLastError(NULL));
   CHECK(ncclCommRevoke(comm, NCCL_REVOKE_DEFAULT) == ncclInvalidUsage, "revoke");
+#ifndef EXPECT_NVIDIA_NCCL_H /* NVIDIA declares these in nccl_device.h (C++ only) */
+  {
+    char opaque[64];
+    CHECK(ncclDevCommCreate(comm, (const struct ncclDevCommRequirements*)opaque, (struct ncclDevComm*)opaque) ==
+              ncclInvalidUsage, "device communicator");
+    CHECK(strstr(ncclGetLastError(NULL), "no NCCL device API") != NULL, "last error: %s", ncclGetLastError(NULL));
+    CHECK(ncclDevCommDestroy(comm, (const struct ncclDevComm*)opaque) == ncclInvalidUsage, "device comm destroy");
+    CHECK(ncclDevCommCreate(comm, NULL, (struct ncclDevComm*)opaque) == ncclInvalidArgument, "no requirements");
+  }
+#endif
   ncclSimInfo_t sim = NCCL_SIM_INFO_INITIALIZER;
   NCCL_OK(ncclGroupStart());
   CHECK(ncclGroupSimulateEnd(&sim) == ncclInvalidUsage, "simulate");

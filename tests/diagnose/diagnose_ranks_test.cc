@@ -206,8 +206,9 @@ TEST(Diagnose, AStoppedRankIsReportedAsNotAnswering) {
 
 // Four processes, a long timeout; rank 2 holds back. While ranks 0, 1 and 3
 // are blocked in the AllReduce, rank 0 calls weftCommDiagnose from another
-// thread and then gets SIGUSR1 (WEFT_DIAGNOSE_SIGNAL=USR1): both reports
-// name rank 2. Then rank 2 arrives and the AllReduce completes everywhere.
+// thread and then rank 3 gets SIGUSR1 (WEFT_DIAGNOSE_SIGNAL=USR1): both
+// reports name rank 2, and the signal's is printed by rank 0. Then rank 2
+// arrives and the AllReduce completes everywhere.
 TEST(Diagnose, ApiAndSignalBeforeTheTimeoutNameTheMissingProcess) {
   constexpr int n = 4;
   enum { kOk = 0, kInit = 2, kFirstCall = 3, kSecondCall = 4, kApiReport = 10 };
@@ -231,12 +232,13 @@ TEST(Diagnose, ApiAndSignalBeforeTheTimeoutNameTheMissingProcess) {
       shared->signalSeen.store(2);
       return;
     }
-    kill(pids[0], SIGUSR1);
+    kill(pids[3], SIGUSR1);
     const bool seen = waitUntil(
         [&] {
           const std::string log = logTextSince(logStart);
-          const size_t at = log.find("on signal " + std::to_string(SIGUSR1) + " (WEFT_DIAGNOSE_SIGNAL)");
-          return at != std::string::npos && log.find("rank 2: HAS NOT ENTERED #2 AllReduce", at) != std::string::npos;
+          const size_t at = log.find("by rank 0, on signal " + std::to_string(SIGUSR1) + " (WEFT_DIAGNOSE_SIGNAL) to rank 3");
+          return at != std::string::npos && log.find("rank 2: HAS NOT ENTERED #2 AllReduce", at) != std::string::npos &&
+                 has(log, "is printed by rank 0, the lowest rank that answers");
         },
         10000);
     shared->signalSeen.store(seen ? 1 : 2);
@@ -274,6 +276,106 @@ TEST(Diagnose, ApiAndSignalBeforeTheTimeoutNameTheMissingProcess) {
       opt);
   EXPECT_EQ(r.failures(), "");
   EXPECT_EQ(shared->signalSeen.load(), 1) << logTextSince(logStart);
+  munmap(shared, sizeof(Shared));
+}
+
+// Four processes; rank 1 calls an AllGather where the others call their
+// second AllReduce. Every rank's timeout error names the mismatch: rank 1
+// and both collectives.
+TEST(Diagnose, AMismatchedCollectiveIsNamedWithBothKinds) {
+  constexpr int n = 4;
+  constexpr int64_t timeoutMs = 3000;
+  enum { kOk = 0, kInit = 2, kFirstCall = 3, kSucceeded = 10, kNotNamed = 11, kTooSlow = 12 };
+  struct Shared {
+    std::atomic<int> failed{0};
+  };
+  Shared* shared = sharedPage<Shared>();
+  ASSERT_NE(shared, nullptr);
+  ProcessRunOptions opt;
+  opt.deadlineMs = 40000;
+  opt.env = [](int) { return baseEnv("3000"); };
+  const long logStart = logFileEnd();
+  ProcessRunResult r = runRankProcesses(
+      n,
+      [shared](int rank, const weftUniqueId& id) {
+        weftComm_t comm;
+        if (weftCommInitRank(&comm, n, id, rank) != weftSuccess) return int(kInit);
+        if (allReduce(comm, rank) != weftSuccess) return int(kFirstCall);
+        const int64_t start = nowMs();
+        weftResult_t rc;
+        if (rank == 1) {
+          std::vector<float> send(kCount, 1.0f), recv(kCount * n);
+          rc = weftAllGather(send.data(), recv.data(), kCount, weftFloat32, comm, nullptr);
+        } else {
+          rc = allReduce(comm, rank);
+        }
+        const int64_t took = nowMs() - start;
+        const std::string error = weftGetLastError(comm);
+        fprintf(stderr, "rank %d: %s after %ld ms: %s\n", rank, weftGetErrorString(rc), long(took), error.c_str());
+        int code = kOk;
+        if (rc == weftSuccess) code = kSucceeded;
+        else if (rc == weftTimeout && !has(error, "MISMATCH rank 1 is in #2 AllGather, not AllReduce")) code = kNotNamed;
+        else if (took > timeoutMs + kDiagnoseWaitMs + 2000) code = kTooSlow;
+        shared->failed.fetch_add(1);
+        waitUntil([&] { return shared->failed.load() == n; }, 20000);
+        weftCommAbort(comm);
+        return code;
+      },
+      opt);
+  EXPECT_EQ(r.failures(), "");
+  const std::string log = logTextSince(logStart);
+  EXPECT_TRUE(has(log, "rank 1: MISMATCH: in #2 AllGather while rank 0 is in #2 AllReduce")) << log;
+  munmap(shared, sizeof(Shared));
+}
+
+// Rank 0 is gone (stopped: it answers nothing); rank 3 gets the signal
+// while ranks 1-3 wait in an AllReduce. Rank 1, the lowest rank that
+// answers, prints the report, and it names rank 0 as not answering.
+TEST(Diagnose, SignalWithRankZeroGoneIsPrintedByTheLowestLiveRank) {
+  constexpr int n = 4;
+  enum { kOk = 0, kInit = 2, kFirstCall = 3 };
+  struct Shared {
+    std::atomic<int> inCall{0};
+  };
+  Shared* shared = sharedPage<Shared>();
+  ASSERT_NE(shared, nullptr);
+  ProcessRunOptions opt;
+  opt.deadlineMs = 40000;
+  opt.env = [](int) {
+    ChildEnv e = baseEnv("30000");
+    e.vars["WEFT_DIAGNOSE_SIGNAL"] = "USR1";
+    return e;
+  };
+  const long logStart = logFileEnd();
+  bool seen = false;
+  opt.whileRunning = [shared, logStart, &seen](const std::vector<pid_t>& pids) {
+    waitUntil([&] { return shared->inCall.load() == n - 1; }, 20000);
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    kill(pids[3], SIGUSR1);
+    seen = waitUntil(
+        [&] {
+          const std::string log = logTextSince(logStart);
+          const size_t at = log.find("by rank 1, on signal " + std::to_string(SIGUSR1) + " (WEFT_DIAGNOSE_SIGNAL) to rank 3");
+          return at != std::string::npos && log.find("rank 0: NOT ANSWERING", at) != std::string::npos;
+        },
+        15000);
+    kill(pids[0], SIGKILL);  // the others' AllReduce now fails: their peer is dead
+  };
+  ProcessRunResult r = runRankProcesses(
+      n,
+      [shared](int rank, const weftUniqueId& id) {
+        weftComm_t comm;
+        if (weftCommInitRank(&comm, n, id, rank) != weftSuccess) return int(kInit);
+        if (allReduce(comm, rank) != weftSuccess) return int(kFirstCall);
+        if (rank == 0) raise(SIGSTOP);
+        shared->inCall.fetch_add(1);
+        allReduce(comm, rank);  // fails once rank 0 is killed
+        weftCommAbort(comm);
+        return int(kOk);
+      },
+      opt);
+  EXPECT_EQ(r.failures({0}), "");
+  EXPECT_TRUE(seen) << logTextSince(logStart);
   munmap(shared, sizeof(Shared));
 }
 

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <functional>
 #include <fstream>
@@ -166,6 +167,37 @@ TEST_F(NcclNames, MalformedValueIsTheWeftTwinsError) {
   EXPECT_EQ(weftBool, "WEFT_IB_DISABLE=maybe is not a boolean (use 0 or 1)");
   EXPECT_EQ(ncclBool, "NCCL_IB_DISABLE=maybe is not a boolean (use 0 or 1) (set in " + ncclSystem_ +
                           " line 1; read for WEFT_IB_DISABLE)");
+}
+
+// Every row with an NCCL name: a malformed value under that name is the
+// WEFT twin's error, word for word, with the name the operator wrote and
+// the twin it was read for. Strings take any text; their checks after
+// parsing (NCCL_ALGO's names, NCCL_TOPO_FILE's JSON) name the WEFT row.
+TEST_F(NcclNames, EveryNumericOrBooleanNcclNameFailsAsItsTwin) {
+  int checked = 0;
+  for (const Info& i : all()) {
+    if (!i.ncclName || i.type == Type::String) continue;
+    const Id id = static_cast<Id>(&i - kTable);
+    const char* bad = i.type == Type::Int ? "lots" : "maybe";
+    auto errorUnder = [&](const char* name) {
+      setenv(name, bad, 1);
+      const std::string e = errorOf([&] {
+        const Config c = Config::read();
+        if (i.type == Type::Int) c.get(IntSetting{id});
+        else c.get(BoolSetting{id});
+      });
+      unsetenv(name);
+      return e;
+    };
+    const std::string weft = errorUnder(i.name), nccl = errorUnder(i.ncclName);
+    const std::string what = std::string("=") + bad + " is not " + (i.type == Type::Int ? "an integer" : "a boolean");
+    EXPECT_EQ(weft.rfind(std::string(i.name) + what, 0), 0u) << weft;
+    std::string expected = weft;
+    expected.replace(0, strlen(i.name), i.ncclName);
+    EXPECT_EQ(nccl, expected + " (read for " + i.name + ")");
+    checked++;
+  }
+  EXPECT_GE(checked, 15);
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <chrono>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -113,6 +114,8 @@ TEST(Trace, OneFilePerRankWithCallsAndSteps) {
       EXPECT_EQ(calls[i]["args"]["call"], i);
       EXPECT_FALSE(calls[i]["args"]["algorithm"].get<std::string>().empty());
       EXPECT_GE(calls[i]["dur"].get<double>(), 0.0);
+      EXPECT_EQ(calls[i]["args"]["result"], "ok");
+      EXPECT_EQ(calls[i]["args"]["comm"], doc["otherData"]["ranks"][0]["comm"]);
     }
     EXPECT_EQ(calls[0]["args"]["type"], "float");
     EXPECT_EQ(calls[0]["args"]["op"], "sum");
@@ -123,6 +126,7 @@ TEST(Trace, OneFilePerRankWithCallsAndSteps) {
     std::set<int> peers;
     for (const json& s : steps) {
       EXPECT_GE(s["tid"].get<int>(), 1);
+      EXPECT_EQ(s["args"]["comm"], doc["otherData"]["ranks"][0]["comm"]);
       const double ts = s["ts"], end = ts + s["dur"].get<double>();
       bool inside = false;
       for (const json& c : calls)
@@ -205,6 +209,43 @@ TEST(Trace, UnwritablePathWarnsAndRunsOn) {
   EXPECT_NE(log.find("WEFT_TRACE_FILE: cannot write /nonexistent-weft-dir/t.1.json"), std::string::npos) << log;
 }
 
+// A call that fails is traced too, with its error: rank 1 stays out of the
+// second AllReduce, so rank 0's times out.
+TEST(Trace, AFailedCallIsTracedWithItsError) {
+  constexpr int n = 2;
+  TempDir dir;
+  const std::string pattern = dir.path + "/t.%r.json";
+  ProcessRunOptions opt;
+  opt.env = [&](int) {
+    ChildEnv e = traceEnv(pattern);
+    e.vars["WEFT_TIMEOUT_MS"] = "1000";
+    return e;
+  };
+  ProcessRunResult r = runRankProcesses(n, [](int rank, const weftUniqueId& id) {
+    weftComm_t comm;
+    if (int e = initOrReport(&comm, n, id, rank)) return e;
+    std::vector<float> a(1000, 1.0f), b(1000);
+    if (weftAllReduce(a.data(), b.data(), 1000, weftFloat32, weftSum, comm, nullptr) != weftSuccess) return 10;
+    if (rank == 1) {  // stays reachable while rank 0 times out and diagnoses
+      std::this_thread::sleep_for(std::chrono::milliseconds(4500));
+      weftCommAbort(comm);
+      return 0;
+    }
+    const weftResult_t rc = weftAllReduce(a.data(), b.data(), 1000, weftFloat32, weftSum, comm, nullptr);
+    weftCommAbort(comm);
+    return rc == weftTimeout ? 0 : 11;
+  }, opt);
+  ASSERT_EQ(r.failures(), "");
+  json doc = readJson(dir.path + "/t.0.json");
+  ASSERT_TRUE(doc.is_object());
+  std::vector<json> calls = eventsOf(doc, "call");
+  ASSERT_EQ(calls.size(), 2u);
+  EXPECT_EQ(calls[0]["args"]["result"], "ok");
+  EXPECT_EQ(calls[1]["name"], "AllReduce");
+  EXPECT_EQ(calls[1]["args"]["result"], "timeout");
+  EXPECT_GE(calls[1]["dur"].get<double>(), 900e3);  // microseconds: the 1 s timeout
+}
+
 TEST(Trace, FatalSignalStillWritesTheFile) {
   constexpr int n = 2;
   TempDir dir;
@@ -254,6 +295,7 @@ TEST(Trace, RanksOfOneProcessShareAFileWithoutRankInThePath) {
   std::map<int, int> callsPerRank;
   for (const json& e : eventsOf(doc, "call")) callsPerRank[e["pid"]]++;
   EXPECT_EQ(callsPerRank, (std::map<int, int>{{0, 1}, {1, 1}}));
+  for (const json& e : eventsOf(doc, "call")) EXPECT_FALSE(e["args"]["comm"].get<std::string>().empty());
   EXPECT_EQ(doc["otherData"]["ranks"].size(), 2u);
 }
 

@@ -276,7 +276,7 @@ class Runner {
       moved = true;
       if (cur.step == step) continue;
       const Step& st = (*cur.steps)[step];
-      if (st.count) traceStep(*ctx_.trace, ctx_.rank, int(c), uint32_t(step), st, fifoElem_, clock, t1);
+      if (st.count) traceStep(*ctx_.trace, ctx_.rank, ctx_.traceComm, int(c), uint32_t(step), st, fifoElem_, clock, t1);
       clock = StepClock{};
       clock.startNs = t1;
     }

@@ -59,6 +59,7 @@ struct HostExecContext {
   bool oversubscribed = true;
   // WEFT_TRACE_FILE: record one event per step (src/exec/host/step_trace.h).
   TraceBuffer* trace = nullptr;
+  int traceComm = -1;  // the communicator's slot in that file (TraceBuffer::addRank)
   // Where this rank's diagnosis state lives (src/core/call_state.h): bytes
   // moved, and the channel, step and peer of a wait past its spin phase.
   CallState* state = nullptr;

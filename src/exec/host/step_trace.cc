@@ -26,10 +26,11 @@ std::span<StepClock> stepClocks(size_t n) {
   return {pool.data(), n};
 }
 
-void traceStep(TraceBuffer& trace, int rank, int channel, uint32_t index, const plan::Step& st, uint32_t elemSize,
-               const StepClock& clock, int64_t endNs) {
+void traceStep(TraceBuffer& trace, int rank, int commSlot, int channel, uint32_t index, const plan::Step& st,
+               uint32_t elemSize, const StepClock& clock, int64_t endNs) {
   trace.record([&](TraceEvent& e) {
     e.kind = TraceEvent::Step;
+    e.commSlot = int8_t(commSlot);
     e.pid = rank;
     e.tid = 1 + channel;
     e.index = index;

@@ -34,8 +34,9 @@ struct StepClock {
 // Zeroed clocks for `n` channels, from a per-thread pool that only grows.
 std::span<StepClock> stepClocks(size_t n);
 
-// Records step `index` of `channel`, which ended at endNs.
-void traceStep(TraceBuffer& trace, int rank, int channel, uint32_t index, const plan::Step& st, uint32_t elemSize,
-               const StepClock& clock, int64_t endNs);
+// Records step `index` of `channel`, which ended at endNs; commSlot is the
+// communicator's slot in the file (TraceBuffer::addRank).
+void traceStep(TraceBuffer& trace, int rank, int commSlot, int channel, uint32_t index, const plan::Step& st,
+               uint32_t elemSize, const StepClock& clock, int64_t endNs);
 
 }  // namespace weft
