@@ -11,6 +11,7 @@
 #include <strings.h>
 
 #include "src/core/connections.h"
+#include "src/core/launch.h"
 #include "src/core/direct_comm.h"
 #include "src/core/ll_comm.h"
 #include "src/core/diagnose.h"
@@ -461,6 +462,7 @@ weftComm* createComm(const weftUniqueId& id, int nranks, int rank, const weftCon
   setUpLowLatency(comm.get(), nHosts);
   setUpDirect(comm.get(), nHosts);
   connectRings(comm.get());
+  setUpDevicePath(comm.get());
   // Every rank's ring connections are made before any rank leaves init: a
   // rank that destroys its communicator right away would otherwise close a
   // listener that a peer is still connecting to, and strand it until its

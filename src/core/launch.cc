@@ -25,6 +25,7 @@
 #include "src/util/clock.h"
 #include "src/util/error.h"
 #include "src/util/log.h"
+#include "src/util/settings.h"
 
 namespace weft {
 namespace {
@@ -271,6 +272,26 @@ size_t runPointToPoint(weftComm_t comm, const std::vector<const OpDesc*>& ops) {
 }
 
 }  // namespace
+
+void setUpDevicePath(weftComm_t comm) {
+  if (comm->cudaDev < 0 || !comm->config.get(settings::kDeviceSetup)) return;
+  OpDesc op;
+  op.coll = plan::Coll::AllReduce;
+  op.count = size_t(comm->nranks) * comm->nChannels;
+  op.device = true;
+  algo::CollArgs a = callArgs(comm, op);
+  a.nChannels = comm->nChannels;
+  a.geometry = comm->geometry;
+  if (!comm->ringOrders.empty()) {
+    a.order = comm->ringOrders[0];
+    a.channelOrders = comm->ringOrders;
+  }
+  a.hostOf = comm->hostOf;
+  // The ring's edges are the ones most device calls use (AllReduce,
+  // AllGather, ReduceScatter rings); other shapes connect on first use.
+  const plan::Plan ring = algo::algoInfo(algo::kRing).build(a);
+  cuda::setUpDeviceAtInit(comm, comm->nranks > 1 ? &ring : nullptr);
+}
 
 // A timeout outside the host executor (a connection set up on first use, a
 // WEFT_CHECK exchange) gets the diagnosis too; the executor's own timeout
