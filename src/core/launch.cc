@@ -275,6 +275,7 @@ size_t runPointToPoint(weftComm_t comm, const std::vector<const OpDesc*>& ops) {
 
 void setUpDevicePath(weftComm_t comm) {
   if (comm->cudaDev < 0 || !comm->config.get(settings::kDeviceSetup)) return;
+  if (comm->nranks == 1) return cuda::setUpDeviceAtInit(comm, nullptr);
   OpDesc op;
   op.coll = plan::Coll::AllReduce;
   op.count = size_t(comm->nranks) * comm->nChannels;
@@ -290,7 +291,7 @@ void setUpDevicePath(weftComm_t comm) {
   // The ring's edges are the ones most device calls use (AllReduce,
   // AllGather, ReduceScatter rings); other shapes connect on first use.
   const plan::Plan ring = algo::algoInfo(algo::kRing).build(a);
-  cuda::setUpDeviceAtInit(comm, comm->nranks > 1 ? &ring : nullptr);
+  cuda::setUpDeviceAtInit(comm, &ring);
 }
 
 // A timeout outside the host executor (a connection set up on first use, a

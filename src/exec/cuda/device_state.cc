@@ -53,7 +53,7 @@ DeviceState::~DeviceState() {
   int previous = -1;
   (void)cudaGetDevice(&previous);
   (void)cudaSetDevice(device_);
-  ringer_.setBusyCheck(nullptr);
+  ringer_.stop();  // its busy check queries the device stream
   {
     RelaxedCaptureMode relaxed;
     if (stream_) stream_->synchronize();
@@ -65,8 +65,14 @@ DeviceState::~DeviceState() {
   byContent_.clear();
   scratch_.reset();
   stage_.reset();
-  releases_->drain([](void* m) { (void)cudaFree(m); });
-  stream_.reset();
+  {
+    // Stream-ordered: cudaFree could wait for the whole device, where
+    // another rank's kernel may still run.
+    RelaxedCaptureMode relaxed;
+    cudaStream_t s = stream_ ? stream_->stream() : nullptr;
+    if (s) releases_->drain([s](void* m) { (void)cudaFreeAsync(m, s); });
+  }
+  stream_.reset();  // synchronises its streams
   if (statusHost_) (void)cudaFreeHost(statusHost_);
   (void)cudaGetLastError();
   if (previous >= 0) (void)cudaSetDevice(previous);

@@ -132,7 +132,9 @@ void* HostMapping::device(const void* p) const {
   return dev;
 }
 
-BellRinger::~BellRinger() {
+BellRinger::~BellRinger() { stop(); }
+
+void BellRinger::stop() {
   {
     std::lock_guard<std::mutex> l(mutex_);
     stop_ = true;

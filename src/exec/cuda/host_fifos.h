@@ -60,6 +60,7 @@ class BellRinger {
   void setBusyCheck(std::function<bool()> busy);
   void workStarted();  // an eager launch was queued: ring until the check says idle
   void keepRinging();  // a launch was captured into a CUDA graph: its replays are invisible to the host
+  void stop();         // joins the thread (before what the busy check uses goes away)
 
  private:
   void loop();
