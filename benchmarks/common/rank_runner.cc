@@ -113,17 +113,20 @@ class RankRunner {
     s_.team->barrier();
   }
 
+  // One gather per GPU index (a gathered line is at most 255 bytes), then
+  // the lines in rank order: thread by thread, each thread's GPUs in turn.
   void printDevices() {
-    std::string mine;
+    std::vector<std::vector<std::string>> perGpu;
     for (const Slot& sl : slots_) {
       const bool dev = sl.gpu >= 0;
-      mine += deviceLine(sl.rank, 0, static_cast<int>(getpid()), hostName(), dev ? sl.gpu : tid_,
-                         dev ? gpu::busId(sl.gpu) : "host", dev ? gpu::deviceName(sl.gpu) : "host memory");
+      perGpu.push_back(s_.team->allGatherLines(
+          tid_, deviceLine(sl.rank, 0, static_cast<int>(getpid()), hostName(), dev ? sl.gpu : tid_,
+                           dev ? gpu::busId(sl.gpu) : "host", dev ? gpu::deviceName(sl.gpu) : "host memory")));
     }
-    std::vector<std::string> lines = s_.team->allGatherLines(tid_, mine);
     if (!printer()) return;
     std::string text = "#\n# Using devices\n";
-    for (const std::string& l : lines) text += l;
+    for (size_t t = 0; t < perGpu[0].size(); t++)
+      for (const auto& lines : perGpu) text += lines[t];
     std::fputs(text.c_str(), stdout);
     std::fflush(stdout);
   }
