@@ -1,5 +1,6 @@
 #include "src/core/launch.h"
 
+#include <algorithm>
 #include <cstring>
 #include <exception>
 #include <map>
@@ -273,8 +274,29 @@ size_t runPointToPoint(weftComm_t comm, const std::vector<const OpDesc*>& ops) {
 
 }  // namespace
 
+namespace {
+
+// Whether every rank wants the init-time set-up: connecting device edges
+// takes both ends, so the ranks decide alike. No rank with a GPU: nothing to
+// decide (and no extra bootstrap round for host-only jobs).
+bool everyRankSetsUpDevices(weftComm_t comm) {
+  bool anyGpu = false;
+  for (const PeerInfo& p : comm->peers) anyGpu |= p.cudaDev >= 0;
+  if (!anyGpu) return false;
+  std::vector<int32_t> want(comm->nranks, 0);
+  want[comm->rank] = comm->config.get(settings::kDeviceSetup) ? 1 : 0;
+  comm->bootstrap->allGather(want.data(), sizeof(int32_t));
+  const int off = static_cast<int>(std::count(want.begin(), want.end(), 0));
+  if (off && want[comm->rank])
+    WEFT_INFO(kInit, "rank %d: %d rank(s) set WEFT_DEVICE_SETUP=0: the device path is set up at first use", comm->rank,
+              off);
+  return off == 0;
+}
+
+}  // namespace
+
 void setUpDevicePath(weftComm_t comm) {
-  if (comm->cudaDev < 0 || !comm->config.get(settings::kDeviceSetup)) return;
+  if (!everyRankSetsUpDevices(comm)) return;
   if (comm->nranks == 1) return cuda::setUpDeviceAtInit(comm, nullptr);
   OpDesc op;
   op.coll = plan::Coll::AllReduce;
@@ -290,7 +312,10 @@ void setUpDevicePath(weftComm_t comm) {
   a.hostOf = comm->hostOf;
   // The ring's edges are the ones most device calls use (AllReduce,
   // AllGather, ReduceScatter rings); other shapes connect on first use.
+  // Every rank connects them, a rank without a GPU too (its end of an IB
+  // edge with GPUDirect RDMA at the other end is a device edge as well).
   const plan::Plan ring = algo::algoInfo(algo::kRing).build(a);
+  comm->connections->ensure(ring, /*device=*/true);
   cuda::setUpDeviceAtInit(comm, &ring);
 }
 

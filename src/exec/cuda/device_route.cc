@@ -128,9 +128,7 @@ void pollDeviceStatus(weftComm* comm) {
 void setUpDeviceAtInit(weftComm* comm, const plan::Plan* ring) {
   if (comm->cudaDev < 0 || !gpuAvailable() || existingState(comm)) return;
   DeviceState& st = makeState(comm, comm->cudaDev);
-  if (!ring) return;
-  comm->connections->ensure(*ring, /*device=*/true);
-  st.prepare(*ring, deviceFifos(comm));
+  if (ring) st.prepare(*ring, deviceFifos(comm));
 }
 
 int currentDevice() {

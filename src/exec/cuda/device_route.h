@@ -46,10 +46,10 @@ const void* deviceStageCopy(weftComm* comm, const void* src, size_t bytes, weftS
 void pollDeviceStatus(weftComm* comm);
 
 // Init-time set-up (WEFT_DEVICE_SETUP): when this rank has a GPU, makes the
-// device stream, status word and abort-flag mapping, and connects and maps
-// the device FIFOs of `ring` (null: none), so several ranks on one GPU meet
-// no implicit device synchronisation in their first calls. Collective: every
-// rank calls it with the same plan shape. Throws weft::Error.
+// device stream, status word and abort-flag mapping, and maps the device
+// FIFOs of `ring` (null: none; the caller connected its device edges), so
+// several ranks on one GPU meet no implicit device synchronisation in their
+// first calls. Throws weft::Error.
 void setUpDeviceAtInit(weftComm* comm, const plan::Plan* ring);
 
 }  // namespace weft::cuda
