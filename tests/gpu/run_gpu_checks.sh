@@ -42,7 +42,7 @@ for k in build tests skips memcheck racecheck ib sweep perf nccl; do status[$k]=
 
 # The whole gate stays under 8 minutes: every step's limit is cut to what
 # is left of the budget (default 460 s), and a step with no time left fails.
-budget="${WEFT_GPU_GATE_BUDGET_S:-460}"
+budget="${GPU_GATE_BUDGET_S:-460}"
 
 # Runs a command under a time limit, logging to $logs/$1.log; PASS/FAIL into status[$1].
 run() {
