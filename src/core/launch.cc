@@ -16,6 +16,7 @@
 #include "src/core/call_check.h"
 #include "src/core/comm.h"
 #include "src/core/connections.h"
+#include "src/core/device_channels.h"
 #include "src/core/diagnose.h"
 #include "src/core/direct_comm.h"
 #include "src/core/ll_comm.h"
@@ -109,6 +110,9 @@ algo::CallChoice chooseAlgo(weftComm_t comm, const OpDesc& op) {
   algo::CallChoice choice = algo::selectCall(op.coll, in, comm->algoFilter, comm->geometry,
                                              op.device ? comm->deviceProtoFilter : comm->protoFilter);
   if (comm->sliceOverride) choice.shape.sliceBytes = comm->sliceOverride;
+  // Device calls: channels from the GPU link and the call's size (one CTA
+  // each), not from the host cost model.
+  if (op.device) choice.shape.nChannels = deviceCallChannels(in.bytes, comm->nranks, comm->deviceChannels);
   if (comm->channelsOverride) choice.shape.nChannels = comm->channelsOverride;
   if (logEnabled(LogLevel::Info, kTune)) logChoice(op, in, choice);
   return choice;
@@ -300,10 +304,10 @@ void setUpDevicePath(weftComm_t comm) {
   if (comm->nranks == 1) return cuda::setUpDeviceAtInit(comm, nullptr);
   OpDesc op;
   op.coll = plan::Coll::AllReduce;
-  op.count = size_t(comm->nranks) * comm->nChannels;
+  op.count = size_t(comm->nranks) * comm->deviceChannels;
   op.device = true;
   algo::CollArgs a = callArgs(comm, op);
-  a.nChannels = comm->nChannels;
+  a.nChannels = comm->deviceChannels;  // the most a large device call uses
   a.geometry = comm->geometry;
   if (!comm->ringOrders.empty()) {
     a.order = comm->ringOrders[0];
