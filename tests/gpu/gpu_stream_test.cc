@@ -17,6 +17,10 @@ struct SharedGpuRanks {
   std::vector<weftComm_t> comms;
   std::vector<cudaStream_t> streams;
   SharedGpuRanks(int n, int timeoutMs) : comms(n), streams(n) {
+    // The CUDA context first: its creation (up to a second) must not eat
+    // into a short init timeout.
+    EXPECT_EQ(cudaSetDevice(0), cudaSuccess);
+    EXPECT_EQ(cudaFree(nullptr), cudaSuccess);
     weftUniqueId id;
     EXPECT_EQ(weftGetUniqueId(&id), weftSuccess);
     std::vector<std::thread> threads;
