@@ -79,7 +79,7 @@ weftResult_t call(Coll c, const void* s, void* r, size_t n, weftDataType_t t, we
     case Coll::AllReduce: return weftAllReduce(s, r, n, t, op, comm, st);
     case Coll::ReduceScatter: return weftReduceScatter(s, r, n, t, op, comm, st);
     case Coll::AllGather: return weftAllGather(s, r, n, t, comm, st);
-    case Coll::Broadcast: return weftBroadcast(s, r, n, t, 1, comm, st);
+    case Coll::Broadcast: return weftBroadcast(s, r, n, t, kRanks - 1, comm, st);
     case Coll::Reduce: return weftReduce(s, r, n, t, op, 0, comm, st);
     case Coll::AllToAll: return weftAlltoAll(s, r, n, t, comm, st);
   }
