@@ -34,8 +34,9 @@ std::string paramLine(const ParamLineFields& f) {
                                       : printf_string("%zu(bytes)", f.stepBytes);
   return printf_string(
       "# nThread %d nGpus %d minBytes %zu maxBytes %zu step: %s warmup iters: %d iters: %d agg iters: %d "
-      "validation: %d graph: 0 unalign: 0\n",
-      f.nThreads, f.nGpus, f.minBytes, f.maxBytes, step.c_str(), f.warmupIters, f.iters, f.aggIters, f.checkIters);
+      "validation: %d graph: %d unalign: 0\n",
+      f.nThreads, f.nGpus, f.minBytes, f.maxBytes, step.c_str(), f.warmupIters, f.iters, f.aggIters, f.checkIters,
+      f.graphLaunches);
 }
 
 std::string deviceLine(int rank, int group, int pid, const std::string& host, int device, const std::string& busId,

@@ -22,6 +22,7 @@ struct ParamLineFields {
   int nThreads, nGpus;
   size_t minBytes, maxBytes, stepBytes, stepFactor;
   int warmupIters, iters, aggIters, checkIters;
+  int graphLaunches = 0;  // -G, as nccl-tests prints it
 };
 std::string paramLine(const ParamLineFields& fields);
 

@@ -110,9 +110,11 @@ ParseResult parseOptions(int argc, char** argv) {
         if (arg == "host") o.memory = MemoryKind::Host;
         else if (arg == "device") o.memory = MemoryKind::Device;
         else return fail("invalid --mem: " + arg + " (host or device)");
+        o.memoryGiven = true;
         break;
+      case 'G': if (!(value = intArg(0))) return fail("invalid -G (graph launches): " + arg); o.graphLaunches = *value; break;
       case 'R': if (!(value = intArg(0)) || *value > 2) return fail("invalid -R (local_register 0..2): " + arg); o.localRegister = *value; break;
-      case 'G': case 'C': case 'u': case 'x': case 'I': case 'K': case 'S': case 'M': case 'D': case 'V':
+      case 'C': case 'u': case 'x': case 'I': case 'K': case 'S': case 'M': case 'D': case 'V':
         if (arg != "0") o.ignored.push_back(std::string("-") + static_cast<char>(c) + " " + arg);
         break;
       case 'h': o.help = true; break;
@@ -124,6 +126,31 @@ ParseResult parseOptions(int argc, char** argv) {
   if (o.minBytes > o.maxBytes) return fail("-b (min bytes) is larger than -e (max bytes)");
   if (o.stepFactor <= 1 && o.stepBytes == 0) return fail("-i 0 with no -f would never end the sweep");
   return result;
+}
+
+MemoryChoice chooseMemory(const Options& o, int gpus, const std::string& noGpu) {
+  MemoryChoice c;
+  const std::string several = "-g " + std::to_string(o.nGpus) + ": several GPUs per thread need device buffers";
+  if (o.memoryGiven && o.memory == MemoryKind::Host) {
+    if (o.nGpus > 1) c.error = several + " (drop --mem host)";
+    c.info = "host buffers (--mem host)";
+  } else if (gpus > 0) {
+    c.memory = MemoryKind::Device;
+    c.info = "device buffers (" + std::to_string(gpus) + " GPU(s) visible)";
+  } else if (o.memoryGiven) {
+    c.error = "--mem device: " + noGpu;
+  } else {
+    if (o.nGpus > 1) c.error = several + ", and there are none: " + noGpu;
+    c.info = "host buffers: " + noGpu;
+  }
+  if (c.error.empty() && c.memory == MemoryKind::Host && o.graphLaunches > 0)
+    c.info += "; -G " + std::to_string(o.graphLaunches) + " ignored: CUDA graphs need device buffers";
+  return c;
+}
+
+int gpuFor(int procRank, int nThreads, int nGpus, int tid, int gpuIndex, int visibleGpus) {
+  const long slot = (static_cast<long>(procRank) * nThreads + tid) * nGpus + gpuIndex;
+  return visibleGpus > 0 ? static_cast<int>(slot % visibleGpus) : 0;
 }
 
 std::vector<size_t> sweepSizes(const Options& options) {
@@ -141,7 +168,7 @@ std::string usageText(const char* program) {
   std::ostringstream out;
   out << "USAGE: " << program << " [options]\n"
       << "  -t,--nthreads <n>        ranks as threads in this process (default 1)\n"
-      << "  -g,--ngpus <n>           GPUs per thread (1; more needs CUDA)\n"
+      << "  -g,--ngpus <n>           GPUs (ranks) per thread (default 1; more needs device buffers)\n"
       << "  -b,--minbytes <size>     smallest size, suffix K/M/G (default 32M)\n"
       << "  -e,--maxbytes <size>     largest size (default 32M)\n"
       << "  -i,--stepbytes <size>    additive step (default 1M)\n"
@@ -161,7 +188,8 @@ std::string usageText(const char* program) {
       << "  -a,--average <0..3>      time across ranks: 0 rank 0, 1 mean, 2 min, 3 max (default 1)\n"
       << "  -T,--timeout <sec>       fail a test that runs longer (default off)\n"
       << "  -J,--output_file <file>  also write the results as JSON\n"
-      << "  --mem host|device        buffer memory (default host)\n"
+      << "  -G,--cudagraph <n>       capture the -n iterations as a CUDA graph, launch it n times (device buffers)\n"
+      << "  --mem host|device        buffer memory (default: device when built with CUDA and a GPU is visible)\n"
       << "  -h,--help                this text\n"
       << "Launching: see docs/benchmarks.md (threads, weft-run, mpirun, WEFT_RANK/WEFT_NRANKS/WEFT_COMM_ID).\n";
   return out.str();

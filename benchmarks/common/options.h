@@ -36,10 +36,12 @@ struct Options {
   double timeoutSec = 0; // -T: 0 disables
   std::string jsonPath;  // -J
   MemoryKind memory = MemoryKind::Host;
+  bool memoryGiven = false;  // --mem on the command line; else chooseMemory decides
+  int graphLaunches = 0;     // -G: capture the iterations as a CUDA graph, launch it this many times
   int parallelInit = 0;  // -p: accepted, threads always initialise in parallel
   bool help = false;
-  // Flags we accept for command-line compatibility but that only matter on
-  // GPUs (graphs, registration, CTA policy, cputime, unalign, ...).
+  // Flags we accept for command-line compatibility but do not act on
+  // (CTA policy, cputime, unalign, ...).
   std::vector<std::string> ignored;
 };
 
@@ -54,6 +56,22 @@ struct ParseResult {
 // argv[0] is skipped. Rooted/unrooted and op/no-op distinctions are the
 // caller's: everything is accepted here.
 ParseResult parseOptions(int argc, char** argv);
+
+// Host or device buffers, as nccl-tests does: device memory when the build
+// has CUDA and a GPU is visible, unless --mem host says otherwise. `info`
+// says what was chosen and why (printed at INFO); `error` is set for a
+// command line this machine cannot run (--mem device or -g N > 1 without a
+// GPU). `noGpu` is why there is no GPU when gpus is 0.
+struct MemoryChoice {
+  MemoryKind memory = MemoryKind::Host;
+  std::string info;
+  std::string error;
+};
+MemoryChoice chooseMemory(const Options& options, int gpus, const std::string& noGpu);
+
+// The GPU rank `gpuIndex` of thread `tid` of process `procRank` uses (ranks
+// share GPUs round-robin when there are more ranks than GPUs).
+int gpuFor(int procRank, int nThreads, int nGpus, int tid, int gpuIndex, int visibleGpus);
 
 // The sizes a sweep visits, in bytes, before per-collective rounding.
 std::vector<size_t> sweepSizes(const Options& options);

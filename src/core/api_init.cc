@@ -192,6 +192,8 @@ WEFT_API weftResult_t weftCommDestroy(weftComm_t comm) {
 WEFT_API weftResult_t weftCommAbort(weftComm_t comm) {
   if (weftResult_t r = checkComm(comm, "weftCommAbort")) return r;
   return guarded([&] {
+    // A kernel failure the status word holds is the cause worth keeping.
+    cuda::pollDeviceStatus(comm);
     comm->aborting = true;
     comm->setAsyncError(weftRemoteError, "communicator aborted");
     ring(comm->bell);
@@ -210,6 +212,7 @@ WEFT_API weftResult_t weftCommGetAsyncError(weftComm_t comm, weftResult_t* async
     WEFT_WARN("weftCommGetAsyncError: asyncError is NULL");
     return weftInvalidArgument;
   }
+  cuda::pollDeviceStatus(comm);
   *asyncError = comm->getAsyncError();
   return weftSuccess;
 }

@@ -11,6 +11,8 @@
 #include <strings.h>
 
 #include "src/core/connections.h"
+#include "src/core/device_channels.h"
+#include "src/core/launch.h"
 #include "src/core/direct_comm.h"
 #include "src/core/ll_comm.h"
 #include "src/core/diagnose.h"
@@ -130,6 +132,16 @@ std::string orderText(const std::vector<int>& order) {
 // chain view) let every rank compose the same orders. A rank whose host
 // cannot be detected makes all ranks keep rank order and measured costs; a
 // bad WEFT_TOPO_FILE fails the init on every rank.
+DeviceLink deviceLinkOf(topo::PathType intra) {
+  switch (intra) {
+    case topo::PathType::Nvl: return DeviceLink::NvLink;
+    case topo::PathType::Loc: return DeviceLink::SameGpu;
+    case topo::PathType::Pix:
+    case topo::PathType::Pxb: return DeviceLink::PciePeer;
+    default: return DeviceLink::HostMemory;
+  }
+}
+
 void setUpTopology(weftComm* comm) {
   const int n = comm->nranks, me = comm->rank;
   std::vector<int> sameHost;
@@ -170,6 +182,8 @@ void setUpTopology(weftComm* comm) {
   topo::CommRings rings = topo::composeRings(comm->hostOf, views, comm->nChannels);
   comm->ringOrders = rings.orders;
   comm->costBase = topo::costInputsFromTopology(rings.summary, n, comm->costBase);
+  comm->deviceChannels = deviceChannelsFor(deviceLinkOf(rings.summary.intraType), multiHost,
+                                           comm->config.get(settings::kDeviceNChannels), comm->nChannels);
   for (size_t i = 0; i < sameHost.size(); i++)
     if (sameHost[i] != me) comm->peerTopoKind[sameHost[i]] = topo::peerTopoKind(sys, places[localIndex], places[i]);
 
@@ -370,6 +384,11 @@ void readCallOverrides(weftComm* comm) {
             static_cast<long>(s), static_cast<unsigned long>(comm->geometry.slotBytes));
     comm->sliceOverride = uint64_t(s) / 64 * 64;
   }
+  const int64_t dc = cfg.get(settings::kDeviceNChannels);
+  if (dc < 0 || dc > 64)
+    raise(weftInvalidArgument, "WEFT_DEVICE_NCHANNELS=%ld must be between 0 (from the topology) and 64",
+          static_cast<long>(dc));
+  comm->deviceChannels = deviceChannelsFor(DeviceLink::HostMemory, false, dc, comm->nChannels);
   if (int64_t c = cfg.get(settings::kCallChannels)) {
     if (c < 1 || c > comm->nChannels)
       raise(weftInvalidArgument, "WEFT_CALL_CHANNELS=%ld must be between 1 and the communicator's %d channel(s) "
@@ -461,6 +480,7 @@ weftComm* createComm(const weftUniqueId& id, int nranks, int rank, const weftCon
   setUpLowLatency(comm.get(), nHosts);
   setUpDirect(comm.get(), nHosts);
   connectRings(comm.get());
+  setUpDevicePath(comm.get());
   // Every rank's ring connections are made before any rank leaves init: a
   // rank that destroys its communicator right away would otherwise close a
   // listener that a peer is still connecting to, and strand it until its

@@ -57,6 +57,9 @@ struct weftComm {
   std::string netName;  // "", "Socket" or "IB" (config.netName, else WEFT_NET)
   int64_t timeoutMs = 0;
   int nChannels = 1;
+  // The most channels of a device call (src/core/device_channels.h): from
+  // WEFT_DEVICE_NCHANNELS, else the GPU link in the topology.
+  int deviceChannels = 1;
   weft::plan::FifoGeometry geometry;
 
   std::unique_ptr<weft::Bootstrap> bootstrap;

@@ -110,6 +110,13 @@ void Connections::connectEdges(std::vector<Edge> edges) {
 }
 
 void Connections::ensure(const plan::Plan& p, bool device) {
+  std::set<Edge> need = missingEdges(p, device);
+  if (!need.empty()) connectEdges({need.begin(), need.end()});
+}
+
+bool Connections::connectedFor(const plan::Plan& p, bool device) { return missingEdges(p, device).empty(); }
+
+std::set<Connections::Edge> Connections::missingEdges(const plan::Plan& p, bool device) {
   std::set<Edge> need;
   const int me = comm_->rank;
   for (const auto& ch : p.channels)
@@ -123,7 +130,7 @@ void Connections::ensure(const plan::Plan& p, bool device) {
         if (!recvs_.count({st.recvPeer[i], st.conn, dev})) need.insert({st.recvPeer[i], me, st.conn, dev});
       }
     }
-  if (!need.empty()) connectEdges({need.begin(), need.end()});
+  return need;
 }
 
 void Connections::ensureRing(const std::vector<int>& order, int nChannels) {

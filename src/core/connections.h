@@ -33,6 +33,9 @@ class Connections {
   // others share the host FIFOs (the device executor reaches those through
   // mapped pinned memory).
   void ensure(const plan::Plan& plan, bool device = false);
+  // Whether every edge `plan` uses is connected already (a device call
+  // inside CUDA graph capture must not connect anything).
+  bool connectedFor(const plan::Plan& plan, bool device = false);
   // Connects rank -> next and prev -> rank on connection indices
   // 0..nChannels-1 of a ring.
   void ensureRing(const std::vector<int>& order, int nChannels);
@@ -53,6 +56,7 @@ class Connections {
   };
   using Key = std::tuple<int, int, bool>;  // (peer, conn, device)
   void connectEdges(std::vector<Edge> edges);
+  std::set<Edge> missingEdges(const plan::Plan& plan, bool device);
   // The host transport for `peer`, and why; warns once per communicator on
   // a fallback to a last resort, raises when WEFT_NET cannot be honoured.
   Transport* choose(int peer, std::string* why);

@@ -1,5 +1,6 @@
 #include "src/core/launch.h"
 
+#include <algorithm>
 #include <cstring>
 #include <exception>
 #include <map>
@@ -15,6 +16,7 @@
 #include "src/core/call_check.h"
 #include "src/core/comm.h"
 #include "src/core/connections.h"
+#include "src/core/device_channels.h"
 #include "src/core/diagnose.h"
 #include "src/core/direct_comm.h"
 #include "src/core/ll_comm.h"
@@ -25,6 +27,7 @@
 #include "src/util/clock.h"
 #include "src/util/error.h"
 #include "src/util/log.h"
+#include "src/util/settings.h"
 
 namespace weft {
 namespace {
@@ -110,6 +113,9 @@ algo::CallChoice chooseAlgo(weftComm_t comm, const OpDesc& op) {
   algo::CallChoice choice = algo::selectCall(op.coll, in, comm->algoFilter, comm->geometry,
                                              op.device ? comm->deviceProtoFilter : comm->protoFilter);
   if (comm->sliceOverride) choice.shape.sliceBytes = comm->sliceOverride;
+  // Device calls: channels from the GPU link and the call's size (one CTA
+  // each), not from the host cost model.
+  if (op.device) choice.shape.nChannels = deviceCallChannels(in.bytes, comm->nranks, comm->deviceChannels);
   if (comm->channelsOverride) choice.shape.nChannels = comm->channelsOverride;
   if (logEnabled(LogLevel::Info, kTune)) logChoice(op, in, choice);
   return choice;
@@ -274,6 +280,51 @@ size_t runPointToPoint(weftComm_t comm, const std::vector<const OpDesc*>& ops) {
 }
 
 }  // namespace
+
+namespace {
+
+// Whether every rank wants the init-time set-up: connecting device edges
+// takes both ends, so the ranks decide alike. No rank with a GPU: nothing to
+// decide (and no extra bootstrap round for host-only jobs).
+bool everyRankSetsUpDevices(weftComm_t comm) {
+  bool anyGpu = false;
+  for (const PeerInfo& p : comm->peers) anyGpu |= p.cudaDev >= 0;
+  if (!anyGpu) return false;
+  std::vector<int32_t> want(comm->nranks, 0);
+  want[comm->rank] = comm->config.get(settings::kDeviceSetup) ? 1 : 0;
+  comm->bootstrap->allGather(want.data(), sizeof(int32_t));
+  const int off = static_cast<int>(std::count(want.begin(), want.end(), 0));
+  if (off && want[comm->rank])
+    WEFT_INFO(kInit, "rank %d: %d rank(s) set WEFT_DEVICE_SETUP=0: the device path is set up at first use", comm->rank,
+              off);
+  return off == 0;
+}
+
+}  // namespace
+
+void setUpDevicePath(weftComm_t comm) {
+  if (!everyRankSetsUpDevices(comm)) return;
+  if (comm->nranks == 1) return cuda::setUpDeviceAtInit(comm, nullptr);
+  OpDesc op;
+  op.coll = plan::Coll::AllReduce;
+  op.count = size_t(comm->nranks) * comm->deviceChannels;
+  op.device = true;
+  algo::CollArgs a = callArgs(comm, op);
+  a.nChannels = comm->deviceChannels;  // the most a large device call uses
+  a.geometry = comm->geometry;
+  if (!comm->ringOrders.empty()) {
+    a.order = comm->ringOrders[0];
+    a.channelOrders = comm->ringOrders;
+  }
+  a.hostOf = comm->hostOf;
+  // The ring's edges are the ones most device calls use (AllReduce,
+  // AllGather, ReduceScatter rings); other shapes connect on first use.
+  // Every rank connects them, a rank without a GPU too (its end of an IB
+  // edge with GPUDirect RDMA at the other end is a device edge as well).
+  const plan::Plan ring = algo::algoInfo(algo::kRing).build(a);
+  comm->connections->ensure(ring, /*device=*/true);
+  cuda::setUpDeviceAtInit(comm, &ring);
+}
 
 // A timeout outside the host executor (a connection set up on first use, a
 // WEFT_CHECK exchange) gets the diagnosis too; the executor's own timeout

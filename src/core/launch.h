@@ -12,4 +12,10 @@ namespace weft {
 // (so sends and receives in a group cannot deadlock). Throws weft::Error.
 void runBatch(weftComm_t comm, const std::vector<OpDesc>& ops);
 
+// Init's part of the device path (WEFT_DEVICE_SETUP): with a GPU, the
+// communicator's device stream and status word, and the device FIFOs of the
+// AllReduce ring, connected and mapped. Collective over the ranks; nothing
+// happens without a GPU. Throws weft::Error.
+void setUpDevicePath(weftComm_t comm);
+
 }  // namespace weft

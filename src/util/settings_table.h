@@ -49,6 +49,10 @@ WEFT_SETTING_NCCL(kHostId, "WEFT_HOSTID", "NCCL_HOSTID", String, nullptr, Comm,
 WEFT_SETTING_NCCL(kShmDisable, "WEFT_SHM_DISABLE", "NCCL_SHM_DISABLE", Bool, "0", Comm, "never use shared memory")
 WEFT_SETTING_NCCL(kP2pDisable, "WEFT_P2P_DISABLE", "NCCL_P2P_DISABLE", Bool, "0", Comm,
                   "never use CUDA-IPC peer-to-peer")
+WEFT_SETTING(kDeviceSetup, "WEFT_DEVICE_SETUP", Bool, "1", Comm,
+             "with a GPU, init sets up the device path (stream, status word, ring FIFOs)")
+WEFT_SETTING(kDeviceNChannels, "WEFT_DEVICE_NCHANNELS", Int, "0", Comm,
+             "most channels of a device call, 1..64; 0: from the GPU link (NVLink 16, PCIe 4)")
 WEFT_SETTING_NCCL(kNet, "WEFT_NET", "NCCL_NET", String, nullptr, Comm, "force Socket or IB between hosts")
 
 // FIFOs, channels, algorithms

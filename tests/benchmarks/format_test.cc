@@ -20,6 +20,8 @@ TEST(BenchFormat, ParameterLine) {
             "validation: 1 graph: 0 unalign: 0\n");
   f.stepFactor = 1;
   EXPECT_NE(paramLine(f).find(" step: 1048576(bytes) "), std::string::npos);
+  f.graphLaunches = 10;
+  EXPECT_NE(paramLine(f).find(" graph: 10 "), std::string::npos);
 }
 
 TEST(BenchFormat, DeviceLine) {

@@ -86,10 +86,69 @@ TEST(BenchOptions, Errors) {
   EXPECT_NE(parse({"-i", "0"}).error, "");
 }
 
-TEST(BenchOptions, GpuOnlyFlagsAreAcceptedAndNoted) {
-  ParseResult r = parse({"-G", "10", "-C", "0"});
+TEST(BenchOptions, UnsupportedFlagsAreAcceptedAndNoted) {
+  ParseResult r = parse({"-C", "1", "-u", "0"});
   ASSERT_EQ(r.error, "");
-  EXPECT_EQ(r.options.ignored, std::vector<std::string>{"-G 10"});
+  EXPECT_EQ(r.options.ignored, std::vector<std::string>{"-C 1"});
+}
+
+TEST(BenchOptions, GraphLaunches) {
+  EXPECT_EQ(parse({}).options.graphLaunches, 0);
+  ParseResult r = parse({"-G", "10"});
+  ASSERT_EQ(r.error, "");
+  EXPECT_EQ(r.options.graphLaunches, 10);
+  EXPECT_TRUE(r.options.ignored.empty());
+  EXPECT_EQ(parse({"--cudagraph", "3"}).options.graphLaunches, 3);
+  EXPECT_NE(parse({"-G", "-1"}).error, "");
+  EXPECT_NE(parse({"-G", "x"}).error, "");
+}
+
+TEST(BenchOptions, MemoryIsDeviceWhenAGpuIsVisible) {
+  const Options o = parse({}).options;
+  EXPECT_FALSE(o.memoryGiven);
+  MemoryChoice c = chooseMemory(o, 2, "");
+  EXPECT_EQ(c.memory, MemoryKind::Device);
+  EXPECT_EQ(c.error, "");
+  c = chooseMemory(o, 0, "no GPU visible");
+  EXPECT_EQ(c.memory, MemoryKind::Host);
+  EXPECT_EQ(c.error, "");
+  EXPECT_NE(c.info.find("no GPU visible"), std::string::npos) << c.info;
+}
+
+TEST(BenchOptions, MemoryHostWhenAsked) {
+  const Options o = parse({"--mem", "host"}).options;
+  EXPECT_TRUE(o.memoryGiven);
+  MemoryChoice c = chooseMemory(o, 4, "");
+  EXPECT_EQ(c.memory, MemoryKind::Host);
+  EXPECT_EQ(c.error, "");
+  EXPECT_NE(chooseMemory(parse({"--mem", "host", "-g", "2"}).options, 4, "").error, "");
+}
+
+TEST(BenchOptions, DeviceMemoryOrSeveralGpusNeedAGpu) {
+  MemoryChoice c = chooseMemory(parse({"--mem", "device"}).options, 0, "this build has no CUDA");
+  EXPECT_NE(c.error.find("this build has no CUDA"), std::string::npos) << c.error;
+  c = chooseMemory(parse({"-g", "8"}).options, 0, "no GPU visible");
+  EXPECT_NE(c.error.find("-g 8"), std::string::npos) << c.error;
+  c = chooseMemory(parse({"-g", "8"}).options, 8, "");
+  EXPECT_EQ(c.memory, MemoryKind::Device);
+  EXPECT_EQ(c.error, "");
+}
+
+TEST(BenchOptions, GraphsWithHostBuffersAreNoted) {
+  MemoryChoice c = chooseMemory(parse({"-G", "5"}).options, 0, "no GPU visible");
+  EXPECT_EQ(c.error, "");
+  EXPECT_NE(c.info.find("-G 5 ignored"), std::string::npos) << c.info;
+  EXPECT_EQ(chooseMemory(parse({"-G", "5"}).options, 1, "").info.find("ignored"), std::string::npos);
+}
+
+TEST(BenchOptions, GpusAssignedRoundRobin) {
+  // 2 processes x 2 threads x 2 GPUs on 8 GPUs: one each.
+  EXPECT_EQ(gpuFor(0, 2, 2, 0, 0, 8), 0);
+  EXPECT_EQ(gpuFor(0, 2, 2, 1, 1, 8), 3);
+  EXPECT_EQ(gpuFor(1, 2, 2, 1, 1, 8), 7);
+  // 4 ranks on one GPU share it.
+  EXPECT_EQ(gpuFor(0, 1, 4, 0, 3, 1), 0);
+  EXPECT_EQ(gpuFor(0, 4, 1, 3, 0, 2), 1);
 }
 
 TEST(BenchOptions, LocalRegister) {

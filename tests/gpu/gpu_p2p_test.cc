@@ -112,7 +112,7 @@ TEST(GpuP2p, RingAllReduceOverP2pFifosOnOneGpu) {
       a.geometry = ctx.geometry;
       plan::Plan p = algo::buildRing(a);
       std::atomic<bool> abortFlag{false};
-      cuda::DeviceState state(0, &abortFlag, r);
+      cuda::DeviceState state(0, &abortFlag, r, kRanks);
       FifoLookup fifos;
       fifos.send = [&](int, int) { return sendConn->fifo(); };
       fifos.recv = [&](int, int) { return recvConn->fifo(); };
@@ -126,9 +126,9 @@ TEST(GpuP2p, RingAllReduceOverP2pFifosOnOneGpu) {
       BufferBinding b{in, out};
       kernels::RedOp op;
       std::string asyncWhy;
-      state.run(p, nullptr, {&b, 1}, op, fifos, ctx.timeoutMs, stream,
-                [&](weftResult_t, const std::string& w) { asyncWhy = w; });
+      state.run(p, nullptr, {&b, 1}, op, fifos, ctx.timeoutMs, stream);
       if (cudaStreamSynchronize(stream) != cudaSuccess) throw Error(weftSystemError, "kernel failed");
+      state.poll([&](weftResult_t, const std::string& w) { asyncWhy = w; });
       if (!asyncWhy.empty()) throw Error(weftRemoteError, asyncWhy);
       cudaMemcpy(result[r].data(), out, count * 4, cudaMemcpyDeviceToHost);
       cudaFree(in);

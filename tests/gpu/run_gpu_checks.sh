@@ -1,21 +1,32 @@
 #!/usr/bin/env bash
-# GPU checks for the CUDA device path, for a machine with a GPU:
-#   1. configure and build with WEFT_ENABLE_CUDA=ON (architectures from
-#      WEFT_CUDA_ARCHS, default: the visible GPU's),
-#   2. run the GPU GoogleTests (tests/gpu),
-#   3. run the device AllReduce over IB between two processes, with GPUDirect
-#      RDMA and staged (gpu_ib_test; each case skips, saying why, without an
-#      ACTIVE IB/RoCE port or without GPUDirect RDMA support),
-#   4. run the perf sweep + reduce-kernel micro-benchmark (gpu_sweep),
-#   5. print a summary table.
-# Budget: under 8 minutes on one H100/H200-class GPU with 16 cores.
+# The GPU gate for the CUDA device path: one call, under 8 minutes on one
+# H100/H200-class GPU with 16 cores, on a fresh machine (it builds):
+#   1. configure + build with WEFT_ENABLE_CUDA=ON for the visible GPU,
+#   2. the GPU GoogleTests (tests/gpu: every collective x type x op in and
+#      out of place at misaligned offsets vs the host executor, graph capture
+#      + 100 replays, two streams, 2 and 4 ranks sharing the GPU, the legacy
+#      stream refusal, a kernel timeout through the status word) and the
+#      host-side unit tests; a test that SKIPS on a machine with a GPU fails
+#      the gate (the only expected skips are named in allowed_skips),
+#   3. compute-sanitizer memcheck and racecheck on small sizes,
+#   4. the device AllReduce over IB (skips itself without an HCA),
+#   5. the sweep (2 and 4 ranks on the GPU, reduce kernel vs cudaMemcpy D2D),
+#   6. all_reduce_perf -g 1 (weft, eager and -G), 2 and 4 ranks sharing the
+#      GPU, and one-rank AllReduce through NVIDIA's libnccl.so.2 and weft's
+#      libnccl.so.2 side by side (nccl_side_by_side),
+#   7. a summary.
+# Every wait is short: WEFT_TIMEOUT_MS=20000 unless set.
 # Usage: tests/gpu/run_gpu_checks.sh [build-dir] [max-bytes]
 set -u -o pipefail
 repo="$(cd "$(dirname "$0")/../.." && pwd)"
 build="${1:-$repo/build-gpu}"
-max_bytes="${2:-1073741824}"
+max_bytes="${2:-268435456}"
 export WEFT_SOCKET_IFNAME=lo
+export WEFT_TIMEOUT_MS="${WEFT_TIMEOUT_MS:-20000}"
+cuda_home="${CUDA_HOME:-/usr/local/cuda}"
 start=$(date +%s)
+logs="$build.logs"
+mkdir -p "$logs"
 
 archs="${WEFT_CUDA_ARCHS:-}"
 if [[ -z "$archs" ]] && command -v nvidia-smi >/dev/null; then
@@ -23,36 +34,115 @@ if [[ -z "$archs" ]] && command -v nvidia-smi >/dev/null; then
   [[ -n "$cc" ]] && archs="$cc"
 fi
 archs="${archs:-80;90}"
+gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
 
 step() { printf '\n=== %s (%ds) ===\n' "$1" "$(( $(date +%s) - start ))"; }
-status_build=FAIL status_tests=FAIL status_ib=FAIL status_sweep=FAIL
+declare -A status
+for k in build tests skips memcheck racecheck ib sweep perf nccl; do status[$k]=FAIL; done
+
+# The whole gate stays under 8 minutes: every step's limit is cut to what
+# is left of the budget (default 460 s), and a step with no time left fails.
+budget="${GPU_GATE_BUDGET_S:-460}"
+
+# Runs a command under a time limit, logging to $logs/$1.log; PASS/FAIL into status[$1].
+run() {
+  local name="$1" limit="$2"
+  shift 2
+  local left=$(( budget - ($(date +%s) - start) ))
+  (( left < limit )) && limit=$left
+  if (( limit < 5 )); then
+    status[$name]="FAIL (out of time)"
+    return
+  fi
+  if timeout "$limit" "$@" >"$logs/$name.log" 2>&1; then status[$name]=PASS; else status[$name]="FAIL(rc $?)"; fi
+  tail -25 "$logs/$name.log"
+}
 
 step "configure + build (archs $archs)"
+targets="gpu_test gpu_sweep gpu_ib_test launch_policy_test all_reduce_perf weft_nccl"
+[[ -f "$cuda_home/include/nccl.h" ]] && targets="$targets nccl_side_by_side"
 if cmake -S "$repo" -B "$build" -DWEFT_ENABLE_CUDA=ON "-DWEFT_CUDA_ARCHS=$archs" -DCMAKE_BUILD_TYPE=Release \
-     -DWEFT_BUILD_BENCHMARKS=OFF -DWEFT_BUILD_TOOLS=OFF >"$build.configure.log" 2>&1 &&
-   cmake --build "$build" --target gpu_test gpu_sweep gpu_ib_test -j"$(nproc)" >"$build.build.log" 2>&1; then
-  status_build=PASS
+     -DWEFT_BUILD_TOOLS=OFF -DWEFT_BENCH_MPI=OFF >"$logs/configure.log" 2>&1 &&
+   timeout $(( budget - 120 )) cmake --build "$build" --target $targets -j"$(nproc)" >"$logs/build.log" 2>&1; then
+  status[build]=PASS
 else
-  tail -40 "$build.configure.log" "$build.build.log" 2>/dev/null
+  tail -40 "$logs/configure.log" "$logs/build.log"
 fi
 
-if [[ $status_build == PASS ]]; then
-  step "GPU tests"
+if [[ ${status[build]} == PASS ]]; then
   nvidia-smi -L 2>/dev/null || true
-  if timeout 240 "$build/tests/gpu/gpu_test" --gtest_brief=1 2>&1 | tail -60; then status_tests=PASS; fi
+  step "GPU tests + host-side unit tests"
+  # Skips that are right on this machine: the no-GPU checks, and two GPUs
+  # where there is one.
+  allowed_skips='-CudaBuildWithoutGpu.*'
+  (( gpus < 2 )) && allowed_skips="$allowed_skips:GpuStreams.CallerDeviceIsRestored"
+  run tests 240 bash -c "'$build/tests/devhost/launch_policy_test' --gtest_brief=1 &&
+                         '$build/tests/gpu/gpu_test' --gtest_brief=1 '--gtest_filter=$allowed_skips'"
+  skipped=$(grep -c '^\[  SKIPPED \]' "$logs/tests.log" || true)
+  if (( gpus == 0 )); then
+    status[skips]="n/a (no GPU)"
+  elif (( skipped == 0 )); then
+    status[skips]=PASS
+  else
+    status[skips]="FAIL (tests skipped on a machine with a GPU)"
+    grep '^\[  SKIPPED \]' "$logs/tests.log" | head
+  fi
 
-  step "GPU over IB (two processes, GPUDirect RDMA and staged)"
+  # One rank: the sanitizer runs kernels one at a time, so two ranks whose
+  # kernels wait for each other would only time out.
+  step "compute-sanitizer (small sizes, one rank)"
+  san="$cuda_home/bin/compute-sanitizer"
+  small='EveryCollective/GpuMatrix.*:RanksOnOneGpu/GpuGraph.CaptureOnceReplayHundredTimes/0:GpuGraphRefusal.*'
+  export GPU_MATRIX_RANKS=1
+  if [[ -x "$san" ]]; then
+    GPU_MATRIX_QUICK=1 run memcheck 150 "$san" --tool memcheck --error-exitcode 99 \
+      "$build/tests/gpu/gpu_test" --gtest_brief=1 "--gtest_filter=$small"
+    GPU_MATRIX_QUICK=1 run racecheck 120 "$san" --tool racecheck --error-exitcode 99 \
+      "$build/tests/gpu/gpu_test" --gtest_brief=1 '--gtest_filter=EveryCollective/GpuMatrix.*'
+  else
+    status[memcheck]="FAIL (no $san)"
+    status[racecheck]="FAIL (no $san)"
+  fi
+  unset GPU_MATRIX_RANKS
+
+  step "GPU over IB (two processes; skips without an HCA)"
   ibv_devinfo -l 2>/dev/null || true
-  if timeout 300 "$build/tests/gpu/gpu_ib_test" 2>&1 | tee "$build.ib.log" | tail -40; then status_ib=PASS; fi
-  grep -E "SKIPPED|Skipped|no usable IB|cannot use GPU Direct" "$build.ib.log" | head -5
+  run ib 120 "$build/tests/gpu/gpu_ib_test"
 
-  step "perf sweep (AllReduce/ReduceScatter/AllGather, 2 and 4 ranks on GPU 0, 8 B .. $max_bytes B)"
-  if timeout 300 "$build/tests/gpu/gpu_sweep" "$max_bytes" 2>&1 | tee "$build.sweep.log"; then status_sweep=PASS; fi
+  step "sweep: 2 and 4 ranks on the GPU, reduce kernel vs cudaMemcpy D2D (8 B .. $max_bytes B)"
+  run sweep 150 "$build/tests/gpu/gpu_sweep" "$max_bytes"
+
+  step "all_reduce_perf (weft): -g 1, -g 1 -G 20, -t 2 and -g 4 sharing the GPU"
+  perf="$build/all_reduce_perf"
+  run perf 150 bash -c "'$perf' -b 8 -e $max_bytes -f 4 -g 1 -n 20 -w 5 &&
+                        '$perf' -b 8 -e 1M -f 8 -g 1 -G 20 -n 20 -w 5 &&
+                        '$perf' -b 1K -e 64M -f 16 -t 2 -g 1 -n 10 &&
+                        '$perf' -b 1K -e 64M -f 16 -g 4 -n 10"
+
+  step "one-rank AllReduce: NVIDIA libnccl vs weft's libnccl.so.2, same program and GPU"
+  shim=$(find "$build" -name 'libnccl.so.2' -print -quit)
+  nvidia_nccl="$cuda_home/lib64/libnccl.so.2"
+  if [[ -x "$build/tests/gpu/nccl_side_by_side" && -f "$nvidia_nccl" && -n "$shim" ]]; then
+    run nccl 120 bash -c "'$build/tests/gpu/nccl_side_by_side' '$nvidia_nccl' $max_bytes 0 > '$logs/nccl_nvidia.txt' &&
+                          '$build/tests/gpu/nccl_side_by_side' '$shim' $max_bytes 0 > '$logs/nccl_weft.txt' &&
+                          '$build/tests/gpu/nccl_side_by_side' '$nvidia_nccl' 1048576 1 > '$logs/nccl_nvidia_graph.txt' &&
+                          '$build/tests/gpu/nccl_side_by_side' '$shim' 1048576 1 > '$logs/nccl_weft_graph.txt'"
+    for mode in "" _graph; do
+      echo "# bytes | NVIDIA oop_us inplace_us | weft oop_us inplace_us ${mode:+(CUDA graph)}"
+      paste <(grep -v '^#' "$logs/nccl_nvidia$mode.txt") <(grep -v '^#' "$logs/nccl_weft$mode.txt") |
+        awk '{printf "%12s | %10s %10s | %10s %10s\n", $1, $2, $3, $6, $7}'
+    done
+  else
+    status[nccl]="FAIL (nccl_side_by_side, $nvidia_nccl or the shim missing)"
+  fi
 fi
 
 step "summary"
-printf '%-28s %s\n' "build (CUDA ON)" "$status_build" "GPU tests" "$status_tests" "GPU over IB (or skipped)" "$status_ib" \
-  "sweep + verification" "$status_sweep"
-grep -A20 '== summary ==' "$build.sweep.log" 2>/dev/null | tail -n +2
+for k in build tests skips memcheck racecheck ib sweep perf nccl; do printf '%-12s %s\n' "$k" "${status[$k]}"; done
+grep -A20 '== summary ==' "$logs/sweep.log" 2>/dev/null | tail -n +2
+grep -E '^ +[0-9]+ ' "$logs/perf.log" 2>/dev/null | tail -4
+echo "logs: $logs"
 echo "total: $(( $(date +%s) - start )) s"
-[[ $status_build == PASS && $status_tests == PASS && $status_ib == PASS && $status_sweep == PASS ]]
+for k in build tests skips memcheck racecheck ib sweep perf nccl; do
+  [[ ${status[$k]} == PASS || ${status[$k]} == "n/a (no GPU)" ]] || exit 1
+done

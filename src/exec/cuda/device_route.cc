@@ -36,16 +36,37 @@ weftResult_t checkCallBuffers(const char* fn, const void* send, const void* recv
 
 namespace {
 
-DeviceState& stateOf(weftComm* comm, const void* anyDevicePtr) {
-  if (!comm->deviceState) {
-    cudaPointerAttributes a{};
-    WEFT_CUDA_CHECK(cudaPointerGetAttributes(&a, anyDevicePtr));
-    int dev = a.device;
-    if (a.type == cudaMemoryTypeManaged || dev < 0) WEFT_CUDA_CHECK(cudaGetDevice(&dev));
-    comm->deviceState = std::make_shared<DeviceState>(dev, &comm->aborting, comm->rank);
-    WEFT_INFO(kInit, "rank %d: device path on GPU %d", comm->rank, dev);
+// Ranks of this process that use `device` (threads as ranks): the legacy
+// default stream cannot serve more than one of them.
+int ranksOnGpu(const weftComm* comm, int device) {
+  const weft::PeerInfo* me = comm->rank < int(comm->peers.size()) ? &comm->peers[comm->rank] : nullptr;
+  if (!me) return 1;
+  int n = 0;
+  for (const auto& p : comm->peers)
+    n += p.hostHash == me->hostHash && p.processHash == me->processHash && p.pid == me->pid && p.cudaDev == device;
+  return n > 0 ? n : 1;
+}
+
+DeviceState* existingState(weftComm* comm) { return static_cast<DeviceState*>(comm->deviceState.get()); }
+
+DeviceState& makeState(weftComm* comm, int dev) {
+  comm->deviceState = std::make_shared<DeviceState>(dev, &comm->aborting, comm->rank, ranksOnGpu(comm, dev));
+  WEFT_INFO(kInit, "rank %d: device path on GPU %d", comm->rank, dev);
+  return *existingState(comm);
+}
+
+DeviceState& stateOf(weftComm* comm, const void* anyDevicePtr, bool captured) {
+  if (DeviceState* st = existingState(comm)) return *st;
+  if (captured) {
+    const std::string why = captureRefusal(CaptureState::Active, {.stateReady = false});
+    WEFT_WARN("rank %d: %s", comm->rank, why.c_str());
+    raise(weftInvalidUsage, "%s", why.c_str());
   }
-  return *static_cast<DeviceState*>(comm->deviceState.get());
+  cudaPointerAttributes a{};
+  WEFT_CUDA_CHECK(cudaPointerGetAttributes(&a, anyDevicePtr));
+  int dev = a.device;
+  if (a.type == cudaMemoryTypeManaged || dev < 0) WEFT_CUDA_CHECK(cudaGetDevice(&dev));
+  return makeState(comm, dev);
 }
 
 const void* firstPointer(std::span<const BufferBinding> b) {
@@ -56,24 +77,58 @@ const void* firstPointer(std::span<const BufferBinding> b) {
   return nullptr;
 }
 
+FifoLookup deviceFifos(weftComm* comm) {
+  FifoLookup fifos;
+  Connections* conns = comm->connections.get();
+  fifos.send = [conns](int peer, int conn) { return conns->send(peer, conn, true); };
+  fifos.recv = [conns](int peer, int conn) { return conns->recv(peer, conn, true); };
+  return fifos;
+}
+
+// A failure the kernel left in the status word reaches the communicator's
+// async error; a timeout's text names the ranks that had not entered the call.
+void reportDeviceFailure(weftComm* comm, DeviceState& st) {
+  st.poll([comm](weftResult_t code, const std::string& why) {
+    comm->setAsyncError(code, code == weftTimeout ? why + " " + explainTimeout(comm) : why);
+  });
+}
+
 }  // namespace
 
 void runDevicePlan(weftComm* comm, const plan::Plan& p, const std::shared_ptr<const plan::Plan>& keep,
                    std::span<const BufferBinding> bindings, const kernels::RedOp& op, weftStream_t stream) {
   const void* any = firstPointer(bindings);
   if (!any) return;  // nothing to move (all counts zero)
-  DeviceState& st = stateOf(comm, any);
-  comm->connections->ensure(p, /*device=*/true);
-  FifoLookup fifos;
-  Connections* conns = comm->connections.get();
-  fifos.send = [conns](int peer, int conn) { return conns->send(peer, conn, true); };
-  fifos.recv = [conns](int peer, int conn) { return conns->recv(peer, conn, true); };
-  // A device timeout is reported from a CUDA host callback: the diagnosis
-  // (bounded, no CUDA call) names the ranks that had not entered the call.
-  ErrorSink sink = [comm](weftResult_t code, const std::string& why) {
-    comm->setAsyncError(code, code == weftTimeout ? why + " " + explainTimeout(comm) : why);
-  };
-  st.run(p, keep, bindings, op, fifos, comm->timeoutMs, static_cast<cudaStream_t>(stream), std::move(sink));
+  cudaStream_t s = static_cast<cudaStream_t>(stream);
+  const bool captured = captureStateOf(s, nullptr) == CaptureState::Active;
+  DeviceState& st = stateOf(comm, any, captured);
+  reportDeviceFailure(comm, st);
+  if (weftResult_t e = comm->getAsyncError())
+    raise(e, "rank %d: an earlier device call failed: %s", comm->rank, weftGetErrorString(e));
+  if (!captured) {
+    comm->connections->ensure(p, /*device=*/true);
+  } else if (!comm->connections->connectedFor(p, /*device=*/true)) {
+    const std::string why = captureRefusal(CaptureState::Active, {.fifosMapped = false});
+    WEFT_WARN("rank %d: %s", comm->rank, why.c_str());
+    raise(weftInvalidUsage, "%s", why.c_str());
+  }
+  st.run(p, keep, bindings, op, deviceFifos(comm), comm->timeoutMs, s);
+}
+
+void pollDeviceStatus(weftComm* comm) {
+  if (DeviceState* st = existingState(comm)) {
+    try {
+      reportDeviceFailure(comm, *st);
+    } catch (...) {
+      // Polling is best effort (a query of a context that is gone).
+    }
+  }
+}
+
+void setUpDeviceAtInit(weftComm* comm, const plan::Plan* ring) {
+  if (comm->cudaDev < 0 || !gpuAvailable() || existingState(comm)) return;
+  DeviceState& st = makeState(comm, comm->cudaDev);
+  if (ring) st.prepare(*ring, deviceFifos(comm));
 }
 
 int currentDevice() {
@@ -94,10 +149,9 @@ void useDevice(int device) {
 }
 
 const void* deviceStageCopy(weftComm* comm, const void* src, size_t bytes, weftStream_t stream) {
-  DeviceState& st = stateOf(comm, src);
-  void* dst = st.stage(bytes, static_cast<cudaStream_t>(stream));
-  WEFT_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, static_cast<cudaStream_t>(stream)));
-  return dst;
+  cudaStream_t s = static_cast<cudaStream_t>(stream);
+  DeviceState& st = stateOf(comm, src, captureStateOf(s, nullptr) == CaptureState::Active);
+  return st.stage(src, bytes, s);
 }
 
 #else  // !WEFT_HAVE_CUDA
@@ -121,6 +175,10 @@ void runDevicePlan(weftComm*, const plan::Plan&, const std::shared_ptr<const pla
 const void* deviceStageCopy(weftComm*, const void*, size_t, weftStream_t) {
   raise(weftInvalidUsage, "device buffers need weft built with CUDA (WEFT_ENABLE_CUDA)");
 }
+
+void pollDeviceStatus(weftComm*) {}
+
+void setUpDeviceAtInit(weftComm*, const plan::Plan*) {}
 
 #endif
 

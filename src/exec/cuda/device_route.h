@@ -28,8 +28,6 @@ weftResult_t checkCallBuffers(const char* fn, const void* send, const void* recv
 void runDevicePlan(weftComm* comm, const plan::Plan& p, const std::shared_ptr<const plan::Plan>& keep,
                    std::span<const BufferBinding> bindings, const kernels::RedOp& op, weftStream_t stream);
 
-// A device copy of `bytes` of `src` (in-place AllToAll sends from it),
-// ordered on `stream`. Throws weft::Error.
 // The CUDA device this thread uses, or -1 without CUDA or a GPU.
 int currentDevice();
 // Makes `device` this thread's CUDA device (weftCommInitAll's devlist).
@@ -37,6 +35,21 @@ int currentDevice();
 // (weftCommCuDevice) and nothing changes.
 void useDevice(int device);
 
+// A device copy of `bytes` of `src` (in-place AllToAll sends from it),
+// made by the next runDevicePlan on its launch stream, before the kernel.
+// Throws weft::Error.
 const void* deviceStageCopy(weftComm* comm, const void* src, size_t bytes, weftStream_t stream);
+
+// Turns a failure the device path's kernels left in the communicator's
+// status word (or a failed launch) into its async error. Never throws.
+// Called by weftCommGetAsyncError, each device call and the abort path.
+void pollDeviceStatus(weftComm* comm);
+
+// Init-time set-up (WEFT_DEVICE_SETUP): when this rank has a GPU, makes the
+// device stream, status word and abort-flag mapping, and maps the device
+// FIFOs of `ring` (null: none; the caller connected its device edges), so
+// several ranks on one GPU meet no implicit device synchronisation in their
+// first calls. Throws weft::Error.
+void setUpDeviceAtInit(weftComm* comm, const plan::Plan* ring);
 
 }  // namespace weft::cuda

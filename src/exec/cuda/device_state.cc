@@ -10,46 +10,31 @@
 namespace weft::cuda {
 namespace {
 
-// Runs on a CUDA host-callback thread once the kernel is done: no CUDA calls
-// allowed here, only reading the pinned status and reporting.
-struct StatusCheck {
-  DevStatus* status;
-  ErrorSink sink;
-  int rank;
-  bool* reported;
-  BellRinger* ringer;
-};
+// Images of uncached plans (grouped point-to-point) kept by content: a
+// training step repeats the same few groups, and a captured group must find
+// its image without uploading.
+constexpr size_t kContentImages = 32;
 
-void CUDART_CB checkStatus(void* arg) {
-  auto* c = static_cast<StatusCheck*>(arg);
-  c->ringer->workEnded();
-  const volatile DevStatus* s = c->status;
-  if (s->code != 0 && !*c->reported && c->sink) {
-    *c->reported = true;
-    std::string why = "rank " + std::to_string(c->rank) + ": device executor stopped in channel " +
-                      std::to_string(s->channel) + " step " + std::to_string(s->step) + ": ";
-    switch (s->code) {
-      case weftTimeout: why += "no progress within WEFT_TIMEOUT_MS"; break;
-      case weftRemoteError: why += "aborted, or a connection failed"; break;
-      case weftInternalError:
-        why += "received " + std::to_string(s->detail) +
-               " bytes where the plan expects another size (mismatched collective across ranks?)";
-        break;
-      default: why += "error " + std::to_string(s->code); break;
-    }
-    try {
-      c->sink(static_cast<weftResult_t>(s->code), why);
-    } catch (...) {
-      // Nothing may escape a CUDA callback.
-    }
+std::string describeStop(const DevStatus& s, int rank) {
+  std::string why = "rank " + std::to_string(rank) + ": device executor stopped in channel " +
+                    std::to_string(s.channel) + " step " + std::to_string(s.step) + ": ";
+  switch (s.code) {
+    case weftTimeout: return why + "no progress within WEFT_TIMEOUT_MS";
+    case weftRemoteError: return why + "aborted, or a connection failed";
+    case weftInternalError:
+      return why + "received " + std::to_string(s.detail) +
+             " bytes where the plan expects another size (mismatched collective across ranks?)";
+    default: return why + "error " + std::to_string(s.code);
   }
-  delete c;
 }
+
+bool isLegacyStream(cudaStream_t s) { return s == nullptr || s == cudaStreamLegacy; }
 
 }  // namespace
 
-DeviceState::DeviceState(int device, const std::atomic<bool>* abortFlag, int rank) : device_(device), rank_(rank) {
-  WEFT_CUDA_CHECK(cudaSetDevice(device));
+DeviceState::DeviceState(int device, const std::atomic<bool>* abortFlag, int rank, int ranksOnGpu)
+    : device_(device), rank_(rank), ranksOnGpu_(ranksOnGpu) {
+  DeviceGuard guard(device);
   void* p = nullptr;
   WEFT_CUDA_CHECK(cudaHostAlloc(&p, sizeof(DevStatus), cudaHostAllocMapped | cudaHostAllocPortable));
   statusHost_ = static_cast<DevStatus*>(p);
@@ -59,204 +44,158 @@ DeviceState::DeviceState(int device, const std::atomic<bool>* abortFlag, int ran
   statusDev_ = static_cast<DevStatus*>(d);
   static_assert(sizeof(std::atomic<bool>) == 1, "the kernel reads the abort flag as one byte");
   abortMapping_ = HostMapping(abortFlag, sizeof(*abortFlag));
-  WEFT_CUDA_CHECK(cudaStreamCreateWithFlags(&setupStream_, cudaStreamNonBlocking));
   abortDev_ = static_cast<const volatile uint8_t*>(abortMapping_.device(abortFlag));
+  stream_ = std::make_unique<CommStream>();
+  ringer_.setBusyCheck([this] { return !stream_->idle(); });
 }
 
 DeviceState::~DeviceState() {
+  int previous = -1;
+  (void)cudaGetDevice(&previous);
   (void)cudaSetDevice(device_);
-  for (auto& [stream, ev] : lastWork_) {
-    (void)cudaEventSynchronize(ev);
-    (void)cudaEventDestroy(ev);
+  ringer_.stop();  // its busy check queries the device stream
+  {
+    RelaxedCaptureMode relaxed;
+    if (stream_) stream_->synchronize();
   }
-  for (auto& [plan, u] : plans_) (void)cudaFree(u.blob);
-  if (scratch_) (void)cudaFreeAsync(scratch_, nullptr);
-  if (stage_) (void)cudaFreeAsync(stage_, nullptr);
+  // Memory still held by live CUDA graphs stays theirs (it is queued for a
+  // release nobody drains any more: a graph that outlives its communicator
+  // cannot be replayed anyway).
+  plans_.clear();
+  byContent_.clear();
+  scratch_.reset();
+  stage_.reset();
+  {
+    // Stream-ordered: cudaFree could wait for the whole device, where
+    // another rank's kernel may still run.
+    RelaxedCaptureMode relaxed;
+    cudaStream_t s = stream_ ? stream_->stream() : nullptr;
+    if (s) releases_->drain([s](void* m) { (void)cudaFreeAsync(m, s); });
+  }
+  stream_.reset();  // synchronises its streams
   if (statusHost_) (void)cudaFreeHost(statusHost_);
-  if (setupStream_) (void)cudaStreamDestroy(setupStream_);
   (void)cudaGetLastError();
+  if (previous >= 0) (void)cudaSetDevice(previous);
 }
 
-DevFifo DeviceState::fifoView(const FifoEnd& e) {
-  auto it = fifoViews_.find(e.hdr);
-  if (it != fifoViews_.end()) return it->second;
-  cudaPointerAttributes a{};
-  const bool onDevice = cudaPointerGetAttributes(&a, e.hdr) == cudaSuccess &&
-                        (a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged);
-  (void)cudaGetLastError();
-  FifoHeader h;
-  char* hdrDev;
-  char* dataDev;
-  if (onDevice) {
-    // p2p: the FIFO lives in (possibly another) GPU's memory, already
-    // addressable; its geometry is read back once.
-    // On a private non-blocking stream: a plain cudaMemcpy would queue on the
-    // legacy stream and wait for kernels of peers that wait for this rank.
-    WEFT_CUDA_CHECK(cudaMemcpyAsync(&h, e.hdr, sizeof(h), cudaMemcpyDefault, setupStream_));
-    WEFT_CUDA_CHECK(cudaStreamSynchronize(setupStream_));
-    hdrDev = reinterpret_cast<char*>(e.hdr);
-    dataDev = e.data;
+bool DeviceState::poll(const ErrorSink& sink) {
+  DevStatus s;
+  const volatile DevStatus* v = statusHost_;
+  s.code = v->code;
+  cudaError_t launchError = cudaSuccess;
+  if (s.code == 0) {
+    stream_->idle(&launchError);
+    if (launchError == cudaSuccess) return false;
+  }
+  if (reported_.exchange(true)) return true;
+  std::string why;
+  weftResult_t code = weftSystemError;
+  if (s.code != 0) {
+    s.channel = v->channel;
+    s.step = v->step;
+    s.detail = v->detail;
+    why = describeStop(s, rank_);
+    code = static_cast<weftResult_t>(s.code);
   } else {
-    memcpy(static_cast<void*>(&h), e.hdr, sizeof(h));
-    // Host-memory FIFOs may have a host mover (proxy) sleeping on these.
-    ringer_.add(e.consumerBell);
-    ringer_.add(e.producerBell);
-    const size_t slots = size_t(h.nSlots) * h.slotBytes;
-    const char* hdrHost = reinterpret_cast<const char*>(e.hdr);
-    if (e.data == hdrHost + h.dataOffset) {
-      mappings_.emplace_back(hdrHost, h.dataOffset + slots);
-      hdrDev = static_cast<char*>(mappings_.back().device(hdrHost));
-      dataDev = static_cast<char*>(mappings_.back().device(e.data));
-    } else {
-      mappings_.emplace_back(hdrHost, sizeof(FifoHeader));
-      hdrDev = static_cast<char*>(mappings_.back().device(hdrHost));
-      cudaPointerAttributes d{};
-      const bool slotsOnDevice = cudaPointerGetAttributes(&d, e.data) == cudaSuccess && d.type == cudaMemoryTypeDevice;
-      (void)cudaGetLastError();
-      if (slotsOnDevice) {
-        // GPUDirect RDMA (ib): the HCA moves the slots in and out of this
-        // GPU's memory; only the header is host memory, for the proxy.
-        if (d.device != device_)
-          raise(weftInvalidUsage,
-                "device executor: a FIFO's slots are on GPU %d but this communicator's device work runs on GPU %d "
-                "(the rank's CUDA device at init must be the device of its buffers)",
-                d.device, device_);
-        dataDev = e.data;
-      } else {
-        mappings_.emplace_back(e.data, slots);
-        dataDev = static_cast<char*>(mappings_.back().device(e.data));
-      }
-    }
+    why = "rank " + std::to_string(rank_) + ": a device launch failed: " + cudaGetErrorString(launchError) + " (" +
+          cudaGetErrorName(launchError) + ")";
   }
-  if (h.magic != kFifoMagic || h.nSlots == 0 || h.nSlots > kFifoMaxSlots)
-    raise(weftInternalError, "device executor: FIFO at %p is not initialised", static_cast<void*>(e.hdr));
-  auto* hd = reinterpret_cast<FifoHeader*>(hdrDev);
-  DevFifo f{};
-  f.posted = reinterpret_cast<uint32_t*>(&hd->posted);
-  f.consumed = reinterpret_cast<uint32_t*>(&hd->consumed);
-  f.failed = reinterpret_cast<uint32_t*>(&hd->failed);
-  f.sizes = hd->sizes;
-  f.data = dataDev;
-  f.slotBytes = h.slotBytes;
-  f.nSlots = h.nSlots;
-  fifoViews_[e.hdr] = f;
-  return f;
+  try {
+    if (sink) sink(code, why);
+  } catch (...) {
+    // The report is best effort; the status word keeps the failure.
+  }
+  return true;
 }
 
-DeviceState::HostImage DeviceState::buildImage(const plan::Plan& p, const FifoLookup& fifos) {
-  HostImage img;
-  std::map<std::tuple<int, int, int>, int32_t> index;  // (direction, peer, conn) -> table slot
-  auto lookup = [&](bool send, int peer, int conn) -> int32_t {
-    auto key = std::make_tuple(send ? 1 : 0, peer, conn);
-    auto it = index.find(key);
-    if (it != index.end()) return it->second;
-    FifoEnd e = send ? fifos.send(peer, conn) : fifos.recv(peer, conn);
-    img.fifos.push_back(fifoView(e));
-    return index[key] = static_cast<int32_t>(img.fifos.size() - 1);
-  };
-  for (const auto& ch : p.channels) {
-    img.channels.push_back({static_cast<uint32_t>(img.steps.size()), static_cast<uint32_t>(ch.steps.size())});
-    for (const plan::Step& s : ch.steps) {
-      DevStep d{};
-      d.nRecv = s.nRecv;
-      d.nSend = s.nSend;
-      d.flags = s.flags;
-      d.src = static_cast<uint8_t>(s.src);
-      d.dst = static_cast<uint8_t>(s.dst);
-      d.bind = s.bind;
-      d.in[0] = d.in[1] = d.out[0] = d.out[1] = -1;
-      for (int i = 0; i < s.nRecv; i++) d.in[i] = lookup(false, s.recvPeer[i], s.conn);
-      for (int i = 0; i < s.nSend; i++) d.out[i] = lookup(true, s.sendPeer[i], s.conn);
-      d.peerIn0 = s.nRecv ? s.recvPeer[0] : -1;
-      d.srcOff = s.srcOff;
-      d.dstOff = s.dstOff;
-      d.count = s.count;
-      if ((s.nRecv || s.nSend) && s.count && s.src == plan::Buf::None && !s.nRecv)
-        raise(weftInternalError, "device executor: step has no input: %s", plan::describe(s).c_str());
-      img.steps.push_back(d);
-    }
-  }
-  if (img.fifos.empty()) img.fifos.push_back(DevFifo{});  // keep every table non-empty
-  if (img.steps.empty()) img.steps.push_back(DevStep{});
-  return img;
+void DeviceState::refuseInCapture(const LaunchNeeds& needs) {
+  const std::string why = captureRefusal(CaptureState::Active, needs);
+  WEFT_WARN("rank %d: %s", rank_, why.c_str());
+  raise(weftInvalidUsage, "%s", why.c_str());
 }
 
-namespace {
-size_t alignUp(size_t n) { return (n + 255) / 256 * 256; }
-}  // namespace
+BlockRef DeviceState::allocate(size_t bytes) {
+  void* p = nullptr;
+  // Stream-ordered pool memory: cudaMalloc/cudaFree may synchronise the
+  // device, where another rank's kernel can be waiting for this rank.
+  WEFT_CUDA_CHECK(cudaMallocAsync(&p, bytes, stream_->setup()));
+  return std::make_shared<DeviceBlock>(p, bytes, releases_);
+}
 
-// The plan's device image: from the cache when `keep` still owns it, else
-// built and copied in stream order (cached when `keep` is set; otherwise
-// *temporary is set and the caller frees it after the launch).
-DeviceState::Uploaded DeviceState::upload(const plan::Plan& p, const std::shared_ptr<const plan::Plan>& keep,
-                                          const FifoLookup& fifos, cudaStream_t stream, bool* temporary) {
-  auto it = keep ? plans_.find(&p) : plans_.end();
-  if (it != plans_.end() && it->second.keep == keep) return it->second;
+// Frees what every owner let go of, behind the eager launches queued so far;
+// forgets plans the plan cache evicted. Never inside a capture.
+void DeviceState::reclaim() {
+  for (auto it = plans_.begin(); it != plans_.end();) {
+    if (it->second.keep.expired()) it = plans_.erase(it);
+    else ++it;
+  }
+  cudaStream_t s = stream_->stream();
+  releases_->drain([s](void* m) { WEFT_CUDA_CHECK(cudaFreeAsync(m, s)); });
+}
+
+void DeviceState::growScratch(size_t bytes, bool captured) {
+  if (!bytes || (scratch_ && scratch_->bytes >= bytes)) return;
+  if (captured) refuseInCapture({.scratchFits = false});
+  // The old block is released behind the launches that use it (stream
+  // order on the device stream), or when the last graph using it goes.
+  scratch_ = allocate(bytes);
+}
+
+void* DeviceState::stage(const void* src, size_t bytes, cudaStream_t stream) {
+  cudaGraph_t graph = nullptr;
+  const bool captured = captureStateOf(stream, &graph) != CaptureState::None;
+  if (!stage_ || stage_->bytes < bytes) {
+    if (captured) refuseInCapture({.scratchFits = false});
+    DeviceGuard guard(device_);
+    stage_ = allocate(bytes);
+  }
+  pendingStage_ = {src, bytes};
+  return stage_->ptr;
+}
+
+DeviceState::Uploaded DeviceState::place(const HostImage& img) {
   Uploaded u;
-  HostImage img = buildImage(p, fifos);
-  const size_t chBytes = alignUp(img.channels.size() * sizeof(DevChannel));
-  const size_t stBytes = alignUp(img.steps.size() * sizeof(DevStep));
-  const size_t fiBytes = img.fifos.size() * sizeof(DevFifo);
-  std::vector<char> host(chBytes + stBytes + fiBytes);
-  memcpy(host.data(), img.channels.data(), img.channels.size() * sizeof(DevChannel));
-  memcpy(host.data() + chBytes, img.steps.data(), img.steps.size() * sizeof(DevStep));
-  memcpy(host.data() + chBytes + stBytes, img.fifos.data(), fiBytes);
-  void* blob = nullptr;
-  if (keep) {
-    // No device-wide synchronisation here (see the scratch buffer in run): the copy is
-    // ordered on the caller's stream, before the kernel that reads it.
-    WEFT_CUDA_CHECK(cudaMalloc(&blob, host.size()));
-    WEFT_CUDA_CHECK(cudaMemcpyAsync(blob, host.data(), host.size(), cudaMemcpyHostToDevice, stream));
-  } else {
-    // An uncached plan (grouped point-to-point) lives as long as its
-    // launch, in stream order.
-    *temporary = true;
-    WEFT_CUDA_CHECK(cudaMallocAsync(&blob, host.size(), stream));
-    WEFT_CUDA_CHECK(cudaMemcpyAsync(blob, host.data(), host.size(), cudaMemcpyHostToDevice, stream));
-  }
-  u.keep = keep;
-  u.blob = static_cast<char*>(blob);
-  u.channels = reinterpret_cast<const DevChannel*>(u.blob);
-  u.steps = reinterpret_cast<const DevStep*>(u.blob + chBytes);
-  u.fifos = reinterpret_cast<const DevFifo*>(u.blob + chBytes + stBytes);
-  u.nChannels = static_cast<int>(p.channels.size());
-  if (keep) {
-    if (it != plans_.end()) (void)cudaFree(it->second.blob);  // a stale entry at a reused address
-    plans_[&p] = u;
-  }
+  u.blob = allocate(img.bytes.size());
+  char* base = static_cast<char*>(u.blob->ptr);
+  WEFT_CUDA_CHECK(cudaMemcpyAsync(base, img.bytes.data(), img.bytes.size(), cudaMemcpyHostToDevice, stream_->setup()));
+  // The host bytes must outlive the copy: a pageable copy returns once it
+  // has been staged, so waiting for the setup stream is only needed for the
+  // device stream, which afterSetup() orders.
+  u.channels = reinterpret_cast<const DevChannel*>(base);
+  u.steps = reinterpret_cast<const DevStep*>(base + img.stepsAt);
+  u.fifos = reinterpret_cast<const DevFifo*>(base + img.fifosAt);
   return u;
 }
 
-void DeviceState::run(const plan::Plan& p, const std::shared_ptr<const plan::Plan>& keep,
-                      std::span<const BufferBinding> b, const kernels::RedOp& op, const FifoLookup& fifos,
-                      int64_t timeoutMs, cudaStream_t stream, ErrorSink onError) {
-  WEFT_CUDA_CHECK(cudaSetDevice(device_));
-  const int nChannels = static_cast<int>(p.channels.size());
-  if (nChannels == 0) return;
-  if (nChannels > kMaxDeviceChannels)
-    raise(weftInvalidUsage, "device executor: %d channels, at most %d", nChannels, kMaxDeviceChannels);
-  if (b.size() > static_cast<size_t>(kMaxDeviceBindings))
-    raise(weftInvalidUsage, "device executor: %zu grouped calls in one group, at most %d with device buffers",
-          b.size(), kMaxDeviceBindings);
-
-  bool temporary = false;
-  Uploaded u = upload(p, keep, fifos, stream, &temporary);
-
-  const size_t scratchBytes = p.scratchElems * p.elemSize;
-  if (scratchBytes > scratchBytes_) {
-    // Stream-ordered: cudaFree would wait for the whole device, where a
-    // peer rank's kernel may be spinning until this rank's kernel runs.
-    if (scratch_) WEFT_CUDA_CHECK(cudaFreeAsync(scratch_, stream));
-    scratch_ = nullptr;
-    WEFT_CUDA_CHECK(cudaMallocAsync(&scratch_, scratchBytes, stream));
-    scratchBytes_ = scratchBytes;
+// The plan's device image: from the cache when `keep` still owns it, or an
+// identical uncached image uploaded before; else built and uploaded (never
+// inside a capture).
+const DeviceState::Uploaded& DeviceState::upload(const plan::Plan& p, const std::shared_ptr<const plan::Plan>& keep,
+                                                 const FifoLookup& fifos, bool captured) {
+  if (keep) {
+    auto it = plans_.find(&p);
+    if (it != plans_.end() && it->second.keep.lock() == keep) return it->second;
+    if (captured) refuseInCapture({.planUploaded = false});
+    Uploaded u = place(buildImage(p, fifos, false));
+    u.keep = keep;
+    return plans_[&p] = std::move(u);  // replaces a stale entry at a reused address
   }
+  HostImage img = buildImage(p, fifos, captured);
+  for (auto it = byContent_.rbegin(); it != byContent_.rend(); ++it)
+    if (it->first == img.bytes) return it->second;
+  if (captured) refuseInCapture({.planUploaded = false});
+  Uploaded u = place(img);
+  if (byContent_.size() >= kContentImages) byContent_.erase(byContent_.begin());
+  byContent_.emplace_back(std::move(img.bytes), std::move(u));
+  return byContent_.back().second;
+}
 
-  DevLaunch L{};
+void DeviceState::fillLaunch(DevLaunch& L, const Uploaded& u, const plan::Plan& p, std::span<const BufferBinding> b,
+                             const kernels::RedOp& op, int64_t timeoutMs) const {
   L.channels = u.channels;
   L.steps = u.steps;
   L.fifos = u.fifos;
-  L.scratch = scratch_;
+  L.scratch = scratch_ ? scratch_->ptr : nullptr;
   L.status = statusDev_;
   L.abortFlag = abortDev_;
   L.timeoutNs = timeoutMs > 0 ? static_cast<uint64_t>(timeoutMs) * 1000000ull : 0;
@@ -268,33 +207,71 @@ void DeviceState::run(const plan::Plan& p, const std::shared_ptr<const plan::Pla
   memcpy(L.scalar, op.scalar, sizeof(L.scalar));
   L.nBindings = static_cast<int32_t>(b.size());
   for (size_t i = 0; i < b.size(); i++) L.bindings[i] = {b[i].send, b[i].recv};
-  launchInterpreter(L, nChannels, stream);
-  if (temporary) WEFT_CUDA_CHECK(cudaFreeAsync(u.blob, stream));
-  afterLaunch(stream, std::move(onError));
 }
 
-void DeviceState::afterLaunch(cudaStream_t stream, ErrorSink onError) {
-  auto* check = new StatusCheck{statusHost_, std::move(onError), rank_, &reported_, &ringer_};
-  ringer_.workStarted();
-  cudaError_t err = cudaLaunchHostFunc(stream, checkStatus, check);
+// A captured launch's memory stays alive as long as the graph: the graph
+// owns a reference through a CUDA user object, whose destructor (no CUDA
+// calls allowed there) only drops it.
+void DeviceState::keepForGraph(cudaGraph_t graph, std::vector<BlockRef> refs) {
+  auto* held = new std::vector<BlockRef>(std::move(refs));
+  cudaUserObject_t obj = nullptr;
+  cudaError_t err = cudaUserObjectCreate(
+      &obj, held, [](void* h) { delete static_cast<std::vector<BlockRef>*>(h); }, 1, cudaUserObjectNoDestructorSync);
   if (err != cudaSuccess) {
-    ringer_.workEnded();
-    delete check;
+    delete held;
     WEFT_CUDA_CHECK(err);
   }
-  cudaEvent_t& ev = lastWork_[stream];
-  if (!ev) WEFT_CUDA_CHECK(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
-  WEFT_CUDA_CHECK(cudaEventRecord(ev, stream));
+  WEFT_CUDA_CHECK(cudaGraphRetainUserObject(graph, obj, 1, cudaGraphUserObjectMove));
 }
 
-void* DeviceState::stage(size_t bytes, cudaStream_t stream) {
-  if (bytes > stageBytes_) {
-    if (stage_) WEFT_CUDA_CHECK(cudaFreeAsync(stage_, stream));
-    stage_ = nullptr;
-    WEFT_CUDA_CHECK(cudaMallocAsync(&stage_, bytes, stream));
-    stageBytes_ = bytes;
+void DeviceState::run(const plan::Plan& p, const std::shared_ptr<const plan::Plan>& keep,
+                      std::span<const BufferBinding> b, const kernels::RedOp& op, const FifoLookup& fifos,
+                      int64_t timeoutMs, cudaStream_t stream) {
+  DeviceGuard guard(device_);
+  PendingStage staged = pendingStage_;
+  pendingStage_ = {};
+  const int nChannels = static_cast<int>(p.channels.size());
+  if (nChannels == 0) return;
+  if (nChannels > kMaxDeviceChannels)
+    raise(weftInvalidUsage, "device executor: %d channels, at most %d", nChannels, kMaxDeviceChannels);
+  if (b.size() > static_cast<size_t>(kMaxDeviceBindings))
+    raise(weftInvalidUsage, "device executor: %zu grouped calls in one group, at most %d with device buffers",
+          b.size(), kMaxDeviceBindings);
+  if (legacyStreamCannotProgress(isLegacyStream(stream), ranksOnGpu_)) {
+    WEFT_WARN("rank %d: %d ranks of this process share GPU %d: their calls need streams of their own "
+              "(not the legacy default stream 0 / cudaStreamLegacy), or one rank's kernel waits behind the other's",
+              rank_, ranksOnGpu_, device_);
+    raise(weftInvalidUsage, "several ranks on GPU %d use the legacy default stream", device_);
   }
-  return stage_;
+  cudaGraph_t graph = nullptr;
+  const CaptureState cs = captureStateOf(stream, &graph);
+  if (cs == CaptureState::Invalidated) {
+    WEFT_WARN("rank %d: %s", rank_, captureRefusal(cs, {}).c_str());
+    raise(weftInvalidUsage, "%s", captureRefusal(cs, {}).c_str());
+  }
+  const bool captured = cs == CaptureState::Active;
+  if (!captured) reclaim();
+  const Uploaded& u = upload(p, keep, fifos, captured);
+  growScratch(p.scratchElems * p.elemSize, captured);
+  DevLaunch L{};
+  fillLaunch(L, u, p, b, op, timeoutMs);
+  std::vector<BlockRef> refs{u.blob, scratch_};
+  if (!captured) stream_->afterSetup();
+  cudaStream_t s = stream_->begin(stream, captured);
+  bool stagedUsed = false;
+  for (const auto& x : b) stagedUsed |= stage_ && x.send == stage_->ptr;
+  if (staged.src && stagedUsed) {
+    WEFT_CUDA_CHECK(cudaMemcpyAsync(stage_->ptr, staged.src, staged.bytes, cudaMemcpyDeviceToDevice, s));
+    refs.push_back(stage_);
+  }
+  launchInterpreter(L, nChannels, s);
+  stream_->end(stream, captured);
+  if (captured) {
+    keepForGraph(graph, std::move(refs));
+    ringer_.keepRinging();  // replays are invisible to the host
+  } else {
+    ringer_.workStarted();
+  }
 }
 
 }  // namespace weft::cuda

@@ -132,7 +132,9 @@ void* HostMapping::device(const void* p) const {
   return dev;
 }
 
-BellRinger::~BellRinger() {
+BellRinger::~BellRinger() { stop(); }
+
+void BellRinger::stop() {
   {
     std::lock_guard<std::mutex> l(mutex_);
     stop_ = true;
@@ -147,29 +149,44 @@ void BellRinger::add(Doorbell* bell) {
   if (std::find(bells_.begin(), bells_.end(), bell) == bells_.end()) bells_.push_back(bell);
 }
 
+void BellRinger::setBusyCheck(std::function<bool()> busy) {
+  std::lock_guard<std::mutex> l(mutex_);
+  busy_ = std::move(busy);
+}
+
 void BellRinger::workStarted() {
   std::lock_guard<std::mutex> l(mutex_);
   if (bells_.empty()) return;
   if (!thread_.joinable()) thread_ = std::thread([this] { loop(); });
-  inflight_++;
+  active_ = true;
+  launches_++;
   cv_.notify_all();
 }
 
-void BellRinger::workEnded() {
-  std::lock_guard<std::mutex> l(mutex_);
-  if (inflight_ > 0) inflight_--;
+void BellRinger::keepRinging() {
+  {
+    std::lock_guard<std::mutex> l(mutex_);
+    always_ = true;
+  }
+  workStarted();
 }
 
 void BellRinger::loop() {
   std::unique_lock<std::mutex> l(mutex_);
-  for (;;) {
-    cv_.wait(l, [&] { return stop_ || inflight_ > 0; });
+  for (unsigned round = 1;; round++) {
+    cv_.wait(l, [&] { return stop_ || active_ || always_; });
     if (stop_) return;
     std::vector<Doorbell*> bells = bells_;
+    // About every millisecond: stop once the eager work is done. The check
+    // is a CUDA event query, made without the lock.
+    std::function<bool()> busy = (round % 50 == 0 && !always_) ? busy_ : nullptr;
+    const uint64_t seen = launches_;  // a launch queued during the query keeps the ringing on
     l.unlock();
     for (Doorbell* b : bells) ring(b);
+    const bool idle = busy && !busy();
     std::this_thread::sleep_for(std::chrono::microseconds(20));
     l.lock();
+    if (idle && launches_ == seen) active_ = false;
   }
 }
 

@@ -5,6 +5,8 @@
 
 #include <condition_variable>
 #include <cstddef>
+#include <cstdint>
+#include <functional>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -53,15 +55,22 @@ class BellRinger {
   BellRinger& operator=(const BellRinger&) = delete;
 
   void add(Doorbell* bell);  // once per bell; null is ignored
-  void workStarted();        // a launch was queued
-  void workEnded();          // its completion callback ran (callable from a CUDA callback)
+  // Asked every ~1 ms while ringing (from the ringer's thread): whether the
+  // communicator's eager launches are still running. Null: never busy.
+  void setBusyCheck(std::function<bool()> busy);
+  void workStarted();  // an eager launch was queued: ring until the check says idle
+  void keepRinging();  // a launch was captured into a CUDA graph: its replays are invisible to the host
+  void stop();         // joins the thread (before what the busy check uses goes away)
 
  private:
   void loop();
   std::mutex mutex_;
   std::condition_variable cv_;
   std::vector<Doorbell*> bells_;
-  int inflight_ = 0;
+  std::function<bool()> busy_;
+  bool active_ = false;
+  uint64_t launches_ = 0;
+  bool always_ = false;
   bool stop_ = false;
   std::thread thread_;
 };
