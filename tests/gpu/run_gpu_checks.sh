@@ -30,7 +30,7 @@ status_build=FAIL status_tests=FAIL status_ib=FAIL status_sweep=FAIL
 step "configure + build (archs $archs)"
 if cmake -S "$repo" -B "$build" -DWEFT_ENABLE_CUDA=ON "-DWEFT_CUDA_ARCHS=$archs" -DCMAKE_BUILD_TYPE=Release \
      -DWEFT_BUILD_BENCHMARKS=OFF -DWEFT_BUILD_TOOLS=OFF >"$build.configure.log" 2>&1 &&
-   cmake --build "$build" --target gpu_test gpu_sweep gpu_ib_test -j"$(nproc)" >"$build.build.log" 2>&1; then
+   cmake --build "$build" --target gpu_test gpu_compress_test gpu_sweep gpu_ib_test -j"$(nproc)" >"$build.build.log" 2>&1; then
   status_build=PASS
 else
   tail -40 "$build.configure.log" "$build.build.log" 2>/dev/null
@@ -39,7 +39,8 @@ fi
 if [[ $status_build == PASS ]]; then
   step "GPU tests"
   nvidia-smi -L 2>/dev/null || true
-  if timeout 240 "$build/tests/gpu/gpu_test" --gtest_brief=1 2>&1 | tail -60; then status_tests=PASS; fi
+  if timeout 240 "$build/tests/gpu/gpu_test" --gtest_brief=1 2>&1 | tail -60 &&
+     timeout 120 "$build/tests/gpu/gpu_compress_test" --gtest_brief=1 2>&1 | tail -30; then status_tests=PASS; fi
 
   step "GPU over IB (two processes, GPUDirect RDMA and staged)"
   ibv_devinfo -l 2>/dev/null || true
