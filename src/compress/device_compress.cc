@@ -6,9 +6,11 @@
 
 #if WEFT_HAVE_CUDA
 #include <cstring>
+#include <string>
 
 #include "src/compress/device_kernels.h"
 #include "src/compress/sign.h"
+#include "src/core/comm.h"
 #include "src/exec/cuda/runtime.h"
 #include "src/kernels/reduce.h"
 #endif
@@ -28,7 +30,10 @@ struct DeviceCompressor {
   float* sum = nullptr;       // chunkElems: the Sign owner's sum
   void* scratch = nullptr;
   unsigned char *sendBytes = nullptr, *recvBytes = nullptr, *packed = nullptr;
-  int* badIndex = nullptr;
+  int* badIndex = nullptr;     // set by the scatter-add when a peer's index is out of range
+  int* badIndexHost = nullptr;  // pinned: its copy, read by a host callback on the stream
+  weftComm_t comm = nullptr;
+  size_t count = 0;
   cudaEvent_t done = nullptr;     // recorded at the end of every call
   cudaStream_t own = nullptr;     // for Reset, ordered after the last call
   bool used = false;
@@ -42,6 +47,7 @@ struct DeviceCompressor {
     (void)cudaSetDevice(device);
     if (done) (void)cudaEventSynchronize(done);
     if (arena) (void)cudaFree(arena);
+    if (badIndexHost) (void)cudaFreeHost(badIndexHost);
     if (done) (void)cudaEventDestroy(done);
     if (own) (void)cudaStreamDestroy(own);
     (void)cudaSetDevice(previous);
@@ -112,6 +118,10 @@ void allocate(weftCompressor* c, DeviceCompressor& d, int dev) {
   d.packed = reinterpret_cast<unsigned char*>(take(l.packed));
   d.badIndex = reinterpret_cast<int*>(take(l.bad));
   WEFT_CUDA_CHECK(cudaMemset(d.badIndex, 0, sizeof(int)));
+  WEFT_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&d.badIndexHost), sizeof(int), cudaHostAllocDefault));
+  *d.badIndexHost = 0;
+  d.comm = c->comm;
+  d.count = c->count;
   WEFT_CUDA_CHECK(cudaEventCreateWithFlags(&d.done, cudaEventDisableTiming));
   WEFT_CUDA_CHECK(cudaStreamCreateWithFlags(&d.own, cudaStreamNonBlocking));
   d.residualCount = c->residual.size();
@@ -139,6 +149,15 @@ void collective(weftResult_t rc, const char* what) {
   if (rc != weftSuccess) raise(rc, "compressed AllReduce (device): %s failed: %s", what, weftGetErrorString(rc));
 }
 
+// A CUDA host callback (no CUDA calls allowed): a peer that sent an index
+// beyond count fails the communicator, as the host path fails the call.
+void CUDART_CB reportBadIndex(void* arg) {
+  auto* d = static_cast<DeviceCompressor*>(arg);
+  if (*d->badIndexHost == 0) return;
+  d->comm->setAsyncError(weftInternalError, "compressed AllReduce (device): a peer sent a TopK index beyond count " +
+                                                std::to_string(d->count));
+}
+
 void runTopK(weftCompressor* c, DeviceCompressor& d, const void* send, void* recv, cudaStream_t s) {
   const size_t n = c->count, k = topkCount(n, c->ratio), blockBytes = k * sizeof(TopKPair);
   device::loadInput(d.work, send, c->type, c->errorFeedback ? d.residual : nullptr, n, s);
@@ -150,6 +169,8 @@ void runTopK(weftCompressor* c, DeviceCompressor& d, const void* send, void* rec
   if (c->errorFeedback) device::topkKeepUnsent(d.residual, d.work, n, mine, k, s);
   float* out = c->type == weftFloat32 ? static_cast<float*>(recv) : d.out;
   device::topkScatterAdd(out, n, reinterpret_cast<const TopKPair*>(d.recvBytes), k, c->nranks, d.badIndex, s);
+  WEFT_CUDA_CHECK(cudaMemcpyAsync(d.badIndexHost, d.badIndex, sizeof(int), cudaMemcpyDeviceToHost, s));
+  WEFT_CUDA_CHECK(cudaLaunchHostFunc(s, reportBadIndex, &d));
   device::storeOutput(recv, out, c->type, n, s);
 }
 
