@@ -8,6 +8,7 @@
 #include "src/compress/reducer.h"
 #include "src/core/api_guard.h"
 #include "src/core/comm.h"
+#include "src/exec/cuda/device_route.h"
 #include "src/kernels/reduce.h"
 #include "src/util/clock.h"
 
@@ -69,6 +70,14 @@ void checkBuffers(int n, void* const* buffers, const size_t* counts, weftDataTyp
     raise(weftInvalidArgument, "weftReducerCreate: unknown data type %d", static_cast<int>(type));
   for (int i = 0; i < n; i++)
     if (counts[i] > 0 && !buffers[i]) raise(weftInvalidArgument, "weftReducerCreate: buffer %d is NULL with count %zu", i, counts[i]);
+  // The reducer copies buffers on the host: device memory would fault.
+  for (int i = 0; i < n; i++) {
+    bool device = false;
+    (void)cuda::checkCallBuffers("weftReducerCreate", buffers[i], buffers[i], nullptr, &device);
+    if (device)
+      raise(weftInvalidUsage, "weftReducerCreate: buffer %d is device memory; the reducer takes host buffers only "
+            "(weftCompressedAllReduce takes device buffers)", i);
+  }
 }
 
 // Every rank must register the same layout, or their bucket AllReduces

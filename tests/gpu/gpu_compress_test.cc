@@ -178,5 +178,21 @@ TEST(GpuCompress, ResidualIsDeviceMemoryAndRefusals) {
   weftCommDestroy(comm);
 }
 
+TEST(GpuCompress, ReducerRefusesDeviceBuffers) {
+  SKIP_WITHOUT_GPU();
+  weftComm_t comm;
+  int dev = 0;
+  ASSERT_EQ(weftCommInitAll(&comm, 1, &dev), weftSuccess);
+  float* d = nullptr;
+  CUDA_OK(cudaMalloc(reinterpret_cast<void**>(&d), 64 * 4));
+  void* buffers[] = {d};
+  const size_t counts[] = {64};
+  weftReducerConfig cfg = WEFT_REDUCER_CONFIG_INITIALIZER;
+  weftReducer_t red = nullptr;
+  EXPECT_EQ(weftReducerCreate(comm, 1, buffers, counts, weftFloat32, &cfg, &red), weftInvalidUsage);
+  CUDA_OK(cudaFree(d));
+  weftCommDestroy(comm);
+}
+
 }  // namespace
 }  // namespace weft::test
