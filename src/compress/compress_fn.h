@@ -14,6 +14,7 @@
 // same steps serially on the host.
 #pragma once
 
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -149,6 +150,25 @@ WEFT_FN uint64_t signWord(const float* x, size_t n) {
 
 // The scale of a chunk: its mean magnitude, from the sum of |x| in double.
 WEFT_FN float signScale(double sumAbs, size_t n) { return n == 0 ? 0.0f : static_cast<float>(sumAbs / double(n)); }
+
+// The device sums a chunk's magnitudes by a fixed tree, so the scale is the
+// same on every run: signScaleParts blocks each take a segment of
+// signScaleSegment entries; in a block, thread t sums entries t, t + 256,
+// ... of the segment in order (signThreadSum), then the 256 sums are added
+// pairwise (i += i + half, half = 128, 64, ..., 1); the blocks' sums are
+// added the same way by one block.
+constexpr int kSignScaleThreads = 256;
+WEFT_FN unsigned signScaleParts(size_t chunkElems) {
+  size_t p = (chunkElems + kSignScaleThreads * 16 - 1) / (kSignScaleThreads * 16);
+  if (p > kSignScaleThreads) p = kSignScaleThreads;
+  return p < 1 ? 1u : unsigned(p);
+}
+WEFT_FN size_t signScaleSegment(size_t chunkElems, unsigned parts) { return (chunkElems + parts - 1) / parts; }
+WEFT_FN double signThreadSum(const float* x, size_t begin, size_t end, unsigned t) {
+  double sum = 0;
+  for (size_t i = begin + t; i < end; i += kSignScaleThreads) sum += fabsf(x[i]);
+  return sum;
+}
 
 // +1 or -1 for a sign bit.
 WEFT_FN float signFactor(bool positive) { return positive ? 1.0f : -1.0f; }

@@ -17,13 +17,11 @@ __device__ inline size_t chunkLength(size_t count, size_t chunkElems, size_t c) 
   return count - off < chunkElems ? count - off : chunkElems;
 }
 
+static_assert(kThreads == kSignScaleThreads, "the scale's tree is laid out for kSignScaleThreads threads");
+
 // Blocks per chunk of the scale's first reduction step: a function of the
 // chunk size alone, so the summation tree is the same on every call.
-unsigned partialsFor(size_t chunkElems) {
-  size_t p = (chunkElems + kThreads * 16 - 1) / (kThreads * 16);
-  if (p > kThreads) p = kThreads;
-  return p < 1 ? 1u : unsigned(p);
-}
+unsigned partialsFor(size_t chunkElems) { return signScaleParts(chunkElems); }
 
 // Sums kThreads doubles of shared memory into sh[0], pairing halves: a
 // fixed tree.
@@ -40,12 +38,9 @@ __device__ void treeSum(double* sh) {
 __global__ void scalePartialKernel(const float* x, size_t count, size_t chunkElems, double* partial) {
   __shared__ double sh[kThreads];
   const size_t c = blockIdx.y, len = chunkLength(count, chunkElems, c);
-  const size_t seg = (chunkElems + gridDim.x - 1) / gridDim.x;
+  const size_t seg = signScaleSegment(chunkElems, gridDim.x);
   const size_t begin = blockIdx.x * seg, end = begin + seg < len ? begin + seg : len;
-  const float* chunk = x + c * chunkElems;
-  double sum = 0;
-  for (size_t i = begin + threadIdx.x; i < end; i += kThreads) sum += fabsf(chunk[i]);
-  sh[threadIdx.x] = sum;
+  sh[threadIdx.x] = signThreadSum(x + c * chunkElems, begin, end, threadIdx.x);
   treeSum(sh);
   if (threadIdx.x == 0) partial[c * gridDim.x + blockIdx.x] = sh[0];
 }

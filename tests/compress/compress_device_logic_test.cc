@@ -231,5 +231,55 @@ TEST(DeviceTopKEmulation, LargeInputTakesTheHostSamplingPathAndStillAgrees) {
   expectSameAsHost(v, topkCount(v.size(), 0.001));
 }
 
+// The device's scale for one chunk, serially, in the device's order.
+float emulateDeviceScale(const std::vector<float>& x) {
+  const size_t len = x.size();
+  const unsigned parts = signScaleParts(len);
+  const size_t seg = signScaleSegment(len, parts);
+  auto tree = [](std::vector<double> sh) {
+    for (int half = kSignScaleThreads / 2; half > 0; half /= 2)
+      for (int t = 0; t < half; t++) sh[t] += sh[t + half];
+    return sh[0];
+  };
+  std::vector<double> partial(kSignScaleThreads, 0.0);
+  for (unsigned b = 0; b < parts; b++) {
+    std::vector<double> sh(kSignScaleThreads);
+    const size_t begin = b * seg, end = std::min(len, begin + seg);
+    for (unsigned t = 0; t < kSignScaleThreads; t++) sh[t] = begin < end ? signThreadSum(x.data(), begin, end, t) : 0.0;
+    partial[b] = tree(sh);
+  }
+  return signScale(tree(partial), len);
+}
+
+float hostScale(const std::vector<float>& x) {
+  std::vector<unsigned char> block(signBlockBytes(x.size()));
+  return packSigns(x, block.data());
+}
+
+TEST(DeviceSignEmulation, ScaleEqualsTheHostWhenTheSumsAreExact) {
+  // Integers and their residuals (multiples of a power of two) sum exactly
+  // in double in any order: the device's tree and the host's loop agree bit
+  // for bit (what the GPU test relies on).
+  std::mt19937 rng(5);
+  std::normal_distribution<float> dist;
+  for (size_t n : {size_t(1), size_t(255), size_t(4097), size_t(200003)}) {
+    std::vector<float> x(n);
+    for (float& v : x) v = float(int(dist(rng) * 10));
+    const float s = hostScale(x);
+    EXPECT_EQ(emulateDeviceScale(x), s) << n;
+    for (size_t i = 0; i < n; i++) x[i] = signResidualOf(x[i], signDecode(s, x[i] >= 0 ? 1 : 0, 0));
+    EXPECT_EQ(emulateDeviceScale(x), hostScale(x)) << n;
+  }
+}
+
+TEST(DeviceSignEmulation, ScaleIsWithinAnUlpOtherwise) {
+  std::mt19937 rng(6);
+  std::lognormal_distribution<float> dist(0.0f, 4.0f);
+  std::vector<float> x(300007);
+  for (float& v : x) v = dist(rng);
+  const float host = hostScale(x), device = emulateDeviceScale(x);
+  EXPECT_LE(std::fabs(double(host) - double(device)), double(std::nextafter(host, INFINITY) - host));
+}
+
 }  // namespace
 }  // namespace weft::compress
