@@ -252,7 +252,7 @@ WEFT_API weftResult_t weftHostStreamDestroy(weftStream_t stream);
 
 /* ---- Compressed AllReduce ------------------------------------------------ */
 /* An approximate sum over ranks that sends fewer bytes (docs/compression.md).
- * Host buffers only, for now. */
+ * Host buffers; TopK and Sign also device buffers (CUDA builds). */
 
 typedef enum {
   weftCompressNone = 0, /* no compression (a weftReducer's default); not a compressor kind */
@@ -291,10 +291,13 @@ WEFT_API weftResult_t weftCompressorCreate(weftComm_t comm, size_t count, weftDa
                                            const weftCompressConfig* config, weftCompressor_t* compressor);
 /* recvbuff = the sum over ranks of sendbuff (count elements), approximated
  * by the compressor's scheme. In place when sendbuff == recvbuff. Ordered on
- * a host stream like the collectives, or blocking with a NULL stream. */
+ * a host stream like the collectives, or blocking with a NULL stream; with
+ * device buffers (TopK, Sign), queued on the cudaStream_t. A compressor
+ * serves the buffer kind (host or device) of its first call. */
 WEFT_API weftResult_t weftCompressedAllReduce(const void* sendbuff, void* recvbuff, weftCompressor_t compressor,
                                               weftStream_t stream);
-/* The compressor's residual, float32, in host memory it owns: the count
+/* The compressor's residual, float32: in host memory it owns, or in device
+ * memory once a call with device buffers bound the compressor to them: the count
  * entries not yet sent by this rank, then (Sign) the entries of this rank's
  * chunk not yet sent by its second phase. *count receives the total, 0 for
  * bf16/fp16 and without error feedback. Read it to checkpoint, write it to

@@ -2,6 +2,7 @@
 // checked before anything is queued or written: a bad one returns its code
 // with a WARN line naming the problem, and the user's buffers are untouched.
 #include "src/compress/compressor.h"
+#include "src/compress/device_compress.h"
 #include "src/core/api_guard.h"
 #include "src/core/group.h"
 #include "src/exec/cuda/device_route.h"
@@ -26,6 +27,35 @@ weftResult_t checkCompressor(weftCompressor_t c, const char* fn) {
   if (!isLiveComm(c->comm))
     return refuse(weftInvalidUsage, fn, "the compressor's communicator was destroyed; create a compressor on a live one");
   return weftSuccess;
+}
+
+const char* memoryName(BufferMemory m) { return m == BufferMemory::Device ? "device" : "host"; }
+
+// Binds the compressor to the buffer kind of its first call; a later call
+// with the other kind is refused.
+weftResult_t bindMemory(weftCompressor* c, BufferMemory wanted, const char* fn) {
+  BufferMemory current = BufferMemory::Unbound;
+  if (c->memory.compare_exchange_strong(current, wanted) || current == wanted) return weftSuccess;
+  return refuse(weftInvalidUsage, fn,
+                std::string("this compressor serves ") + memoryName(current) + " buffers (its first call's), not " +
+                    memoryName(wanted) + " buffers: create one compressor per buffer kind");
+}
+
+// Device buffers: the kernels and the inner collectives are queued on the
+// caller's CUDA stream, now, on this thread.
+weftResult_t compressOnDevice(weftCompressor* c, const void* sendbuff, void* recvbuff, weftStream_t stream,
+                              const char* fn) {
+  if (c->kind != weftCompressTopK && c->kind != weftCompressSign)
+    return refuse(weftInvalidUsage, fn,
+                  std::string(kindName(c->kind)) + " compression of device buffers needs the device interpreter's "
+                  "narrow wire format, which it does not have yet; use TopK or Sign, or host buffers");
+  if (weftResult_t r = bindMemory(c, BufferMemory::Device, fn)) return r;
+  return submitTask(fn, c->comm, stream, [c, sendbuff, recvbuff, stream] {
+    return guarded([&] {
+      runCompressedOnDevice(c, sendbuff, recvbuff, stream);
+      return weftSuccess;
+    });
+  });
 }
 
 }  // namespace
@@ -63,7 +93,8 @@ WEFT_API weftResult_t weftCompressedAllReduce(const void* sendbuff, void* recvbu
                                                  std::to_string(c->count));
     bool device = false;
     if (weftResult_t r = cuda::checkCallBuffers(fn, sendbuff, recvbuff, stream, &device)) return r;
-    if (device) return refuse(weftInvalidUsage, fn, "device buffers are not supported by compressed AllReduce yet");
+    if (device) return compressOnDevice(c, sendbuff, recvbuff, stream, fn);
+    if (weftResult_t r = bindMemory(c, BufferMemory::Host, fn)) return r;
     if (stream) c->queued++;
     weftResult_t r = submitTask(fn, c->comm, stream, [c, sendbuff, recvbuff, queued = stream != nullptr] {
       weftResult_t result = guarded([&] {
@@ -84,6 +115,10 @@ WEFT_API weftResult_t weftCompressorResidual(weftCompressor_t compressor, float*
     if (weftResult_t r = checkCompressor(compressor, fn)) return r;
     if (!residual || !count) return refuse(weftInvalidArgument, fn, "residual or count is NULL");
     std::lock_guard<std::mutex> lock(compressor->mutex);
+    if (compressor->device) {
+      *residual = deviceResidual(compressor, count);
+      return weftSuccess;
+    }
     *residual = compressor->residual.empty() ? nullptr : compressor->residual.data();
     *count = compressor->residual.size();
     return weftSuccess;
@@ -95,6 +130,7 @@ WEFT_API weftResult_t weftCompressorReset(weftCompressor_t compressor) {
   return guarded([&] {
     if (weftResult_t r = checkCompressor(compressor, fn)) return r;
     std::lock_guard<std::mutex> lock(compressor->mutex);
+    if (compressor->device) resetDeviceResidual(compressor);
     std::fill(compressor->residual.begin(), compressor->residual.end(), 0.0f);
     return weftSuccess;
   });

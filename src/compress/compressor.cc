@@ -130,7 +130,7 @@ std::span<float> compressInput(weftCompressor* c, const void* send) {
   else
     kernels::narrowToFloat(c->work.data(), send, c->count, c->type);
   if (c->errorFeedback)
-    for (size_t i = 0; i < c->count; i++) c->work[i] += c->residual[i];
+    for (size_t i = 0; i < c->count; i++) c->work[i] = withResidual(c->work[i], c->residual[i]);
   return {c->work.data(), c->count};
 }
 
@@ -196,7 +196,7 @@ void runSign(weftCompressor* c, const void* send, void* recv) {
   for (int r = 0; r < n; r++) unpackSignsAdd(c->recvBytes.data() + r * block, {sum.data(), mineLen});
   float* ownerResidual = c->residual.data() + c->count;
   if (c->errorFeedback)
-    for (size_t i = 0; i < mineLen; i++) sum[i] += ownerResidual[i];
+    for (size_t i = 0; i < mineLen; i++) sum[i] = withResidual(sum[i], ownerResidual[i]);
   std::vector<unsigned char> packed(block);
   packSigns({sum.data(), mineLen}, packed.data());
   if (c->errorFeedback) signResidual({sum.data(), mineLen}, packed.data(), {ownerResidual, mineLen});

@@ -12,11 +12,20 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <vector>
 
 #include "src/compress/topk.h"
 #include "weft/weft.h"
+
+namespace weft::compress {
+struct DeviceCompressor;  // src/compress/device_compress.h
+
+// The buffers a compressor serves: fixed by its first call (its residual
+// and scratch live in that memory), so one compressor never mixes them.
+enum class BufferMemory : int { Unbound, Host, Device };
+}  // namespace weft::compress
 
 struct weftCompressor {
   weftComm_t comm = nullptr;
@@ -26,9 +35,14 @@ struct weftCompressor {
   double ratio = 1.0;       // TopK
   bool errorFeedback = false;
   int nranks = 1, rank = 0;
+  std::atomic<weft::compress::BufferMemory> memory{weft::compress::BufferMemory::Unbound};
   // Error feedback: count entries of this rank's unsent input, then (Sign)
-  // chunkElems entries of the unsent part of the chunk this rank owns.
+  // chunkElems entries of the unsent part of the chunk this rank owns. In
+  // host memory until a first call with device buffers moves it into
+  // `device`.
   std::vector<float> residual;
+  // Device buffers: the residual and scratch in device memory.
+  std::shared_ptr<weft::compress::DeviceCompressor> device;
   size_t chunkElems = 0;  // Sign: elements of one rank's chunk (the last may be short)
   std::atomic<uint64_t> bytesSent{0};
   // Calls queued on a host stream and not yet finished: Destroy refuses

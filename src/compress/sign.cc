@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstring>
 
+#include "src/compress/compress_fn.h"
+
 namespace weft::compress {
 
 namespace {
@@ -24,18 +26,14 @@ size_t signBlockBytes(size_t elems) { return kHeaderBytes + 8 * ((elems + 63) / 
 float packSigns(std::span<const float> x, void* block) {
   double sum = 0;
   for (float v : x) sum += std::fabs(v);
-  const float scale = x.empty() ? 0.0f : static_cast<float>(sum / static_cast<double>(x.size()));
+  const float scale = signScale(sum, x.size());
   char* b = static_cast<char*>(block);
   memset(b, 0, kHeaderBytes);
   memcpy(b, &scale, sizeof(scale));
   uint64_t* w = reinterpret_cast<uint64_t*>(b + kHeaderBytes);
   // A word at a time, built in a register.
-  for (size_t base = 0; base < x.size(); base += 64) {
-    const size_t n = std::min<size_t>(64, x.size() - base);
-    uint64_t word = 0;
-    for (size_t i = 0; i < n; i++) word |= uint64_t(!(x[base + i] < 0.0f)) << i;
-    w[base / 64] = word;
-  }
+  for (size_t base = 0; base < x.size(); base += 64)
+    w[base / 64] = signWord(x.data() + base, std::min<size_t>(64, x.size() - base));
   return scale;
 }
 
@@ -47,7 +45,7 @@ struct SignTable {
   float v[256][8];
   SignTable() {
     for (int b = 0; b < 256; b++)
-      for (int i = 0; i < 8; i++) v[b][i] = ((b >> i) & 1) ? 1.0f : -1.0f;
+      for (int i = 0; i < 8; i++) v[b][i] = signFactor(((b >> i) & 1) != 0);
   }
 };
 const SignTable& signTable() {
@@ -80,7 +78,7 @@ void unpackSignsAdd(const void* block, std::span<float> out) {
 }
 
 void signResidual(std::span<const float> x, const void* block, std::span<float> residual) {
-  forEachDecoded(block, x.size(), [&](size_t i, float d) { residual[i] = x[i] - d; });
+  forEachDecoded(block, x.size(), [&](size_t i, float d) { residual[i] = signResidualOf(x[i], d); });
 }
 
 }  // namespace weft::compress

@@ -15,7 +15,7 @@ size_t topkCount(size_t count, double ratio) {
 }
 
 namespace {
-inline float magnitude(float x) { return std::isnan(x) ? INFINITY : std::fabs(x); }
+inline float magnitude(float x) { return topkMagnitude(x); }
 }  // namespace
 
 namespace {
@@ -59,13 +59,13 @@ void selectTopK(std::span<const float> v, size_t k, std::vector<float>& scratch,
   // the order (magnitude descending, index ascending), found without
   // sorting, and already ascending.
   const float threshold = kthMagnitude(v, k, scratch);
-  size_t above = 0;
-  for (float x : v) above += magnitude(x) > threshold;
-  size_t ties = k - above, j = 0;
-  for (size_t i = 0; i < v.size() && j < k; i++) {
-    const float m = magnitude(v[i]);
-    if (m > threshold || (m == threshold && ties > 0 && ties--)) chosen[j++] = uint32_t(i);
-  }
+  const uint32_t key = magnitudeKey(threshold);
+  const TopKCounts all = topkRunCounts(v.data(), 0, v.size(), key);
+  const uint32_t needTies = uint32_t(k - all.above);
+  TopKCounts seen{0, 0};
+  uint32_t slot = 0;
+  for (size_t i = 0; i < v.size() && seen.above + std::min(seen.ties, needTies) < k; i++)
+    if (topkTake(magnitudeKey(v[i]), key, needTies, seen, &slot)) chosen[slot] = uint32_t(i);
 }
 
 void packPairs(std::span<const float> v, std::span<const uint32_t> chosen, std::span<TopKPair> pairs) {
@@ -78,10 +78,8 @@ void keepUnsent(std::span<const float> v, std::span<const uint32_t> chosen, std:
 }
 
 bool scatterAdd(std::span<const TopKPair> pairs, std::span<float> out) {
-  for (const TopKPair& p : pairs) {
-    if (p.index >= out.size()) return false;
-    out[p.index] += p.value;
-  }
+  for (const TopKPair& p : pairs)
+    if (!scatterAddPair(p, out.data(), out.size())) return false;
   return true;
 }
 

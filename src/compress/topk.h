@@ -13,15 +13,9 @@
 #include <span>
 #include <vector>
 
-namespace weft::compress {
+#include "src/compress/compress_fn.h"
 
-// One kept entry on the wire: 8 bytes, host byte order (ranks of one
-// communicator share it).
-struct TopKPair {
-  uint32_t index;
-  float value;
-};
-static_assert(sizeof(TopKPair) == 8);
+namespace weft::compress {
 
 // k for `count` elements: ceil(ratio * count), at least 1, at most count
 // (0 when count is 0).

@@ -59,7 +59,7 @@ run() {
 }
 
 step "configure + build (archs $archs)"
-targets="gpu_test gpu_sweep gpu_ib_test launch_policy_test all_reduce_perf weft_nccl"
+targets="gpu_test gpu_compress_test gpu_sweep gpu_ib_test launch_policy_test all_reduce_perf weft_nccl"
 [[ -f "$cuda_home/include/nccl.h" ]] && targets="$targets nccl_side_by_side"
 if cmake -S "$repo" -B "$build" -DWEFT_ENABLE_CUDA=ON "-DWEFT_CUDA_ARCHS=$archs" -DCMAKE_BUILD_TYPE=Release \
      -DWEFT_BUILD_TOOLS=OFF -DWEFT_BENCH_MPI=OFF >"$logs/configure.log" 2>&1 &&
@@ -77,7 +77,8 @@ if [[ ${status[build]} == PASS ]]; then
   allowed_skips='-CudaBuildWithoutGpu.*'
   (( gpus < 2 )) && allowed_skips="$allowed_skips:GpuStreams.CallerDeviceIsRestored"
   run tests 240 bash -c "'$build/tests/devhost/launch_policy_test' --gtest_brief=1 &&
-                         '$build/tests/gpu/gpu_test' --gtest_brief=1 '--gtest_filter=$allowed_skips'"
+                         '$build/tests/gpu/gpu_test' --gtest_brief=1 '--gtest_filter=$allowed_skips' &&
+                         '$build/tests/gpu/gpu_compress_test' --gtest_brief=1"
   skipped=$(grep -c '^\[  SKIPPED \]' "$logs/tests.log" || true)
   if (( gpus == 0 )); then
     status[skips]="n/a (no GPU)"
