@@ -104,8 +104,9 @@ algo::CallChoice chooseAlgo(weftComm_t comm, const OpDesc& op) {
   }
   algo::CostInputs in = comm->costBase;
   in.bytes = busBytes(op, comm->nranks);
-  algo::CallChoice choice = algo::selectCall(op.coll, in, comm->algoFilter, comm->geometry,
-                                             op.device ? comm->deviceProtoFilter : comm->protoFilter);
+  algo::CallChoice choice =
+      op.device ? algo::selectCall(op.coll, in, comm->deviceAlgoFilter, comm->geometry, comm->deviceProtoFilter)
+                : algo::selectCall(op.coll, in, comm->algoFilter, comm->geometry, comm->protoFilter);
   if (comm->sliceOverride) choice.shape.sliceBytes = comm->sliceOverride;
   if (comm->channelsOverride) choice.shape.nChannels = comm->channelsOverride;
   if (logEnabled(LogLevel::Info, kTune)) logChoice(op, in, choice);
