@@ -111,10 +111,11 @@ class SocketConnection final : public Connection, private FifoProgress {
   // One pass of the send side under pumpMu_ (held by the caller); true when
   // every posted slot is wholly in the kernel.
   bool sendPass(bool* moved, bool* failed, std::vector<int>* fullFds);
-  // One pass of the receive side under pumpMu_: reads every open socket and
-  // posts the completed slots. *readFds: sockets to poll; *open: sockets not
-  // yet ended in order; *slotWait: some part waits for a free slot.
-  bool recvPass(bool* failed, std::vector<int>* readFds, uint32_t* open, bool* slotWait);
+  // One pass of the receive side under pumpMu_: reads the first nRead open
+  // sockets and posts the completed slots. *readFds: sockets to poll; *open:
+  // sockets not yet ended in order; *slotWait: some part waits for a free slot.
+  bool recvPass(bool* failed, std::vector<int>* readFds, uint32_t* open, bool* slotWait,
+                uint32_t nRead = socket_wire::kMaxSockets);
   // The executor moved bytes within the last yield window: the proxy then
   // sleeps instead of spinning for the same cores.
   bool executorActive() const;

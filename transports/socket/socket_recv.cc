@@ -115,7 +115,8 @@ bool SocketConnection::pumpRecv(uint32_t i, bool* failed) {
   return moved;
 }
 
-bool SocketConnection::recvPass(bool* failed, std::vector<int>* readFds, uint32_t* open, bool* slotWait) {
+bool SocketConnection::recvPass(bool* failed, std::vector<int>* readFds, uint32_t* open, bool* slotWait,
+                                uint32_t nRead) {
   FifoHeader* hdr = proxyEnd_.hdr;
   bool moved = false;
   *open = 0;
@@ -124,6 +125,10 @@ bool SocketConnection::recvPass(bool* failed, std::vector<int>* readFds, uint32_
   for (uint32_t i = 0; i < p_.nSockets; ++i) {
     RecvCursor& c = recvCursors_[i];
     if (c.closed) continue;
+    if (i >= nRead) {
+      ++*open;
+      continue;
+    }
     moved |= pumpRecv(i, failed);
     if (*failed) return moved;
     if (c.closed) continue;
