@@ -233,6 +233,9 @@ w8 = get("allreduce", "tcp", "2", "weft", 8, "t")
 g8 = get("allreduce", "tcp", "2", "gloo", 8, "t")
 if w8 is not None:
     show("TCP 2p 8 B latency (Gloo %s)" % ("%.1f us" % g8 if g8 else "-"), "%.1f us" % w8, "<= 30 us", w8 <= 30)
+m8 = min([x for x in (get("allreduce", "tcp", "2", "mpi", 8, "t"), get("allreduce", "tcp", "2", "mpituned", 8, "t")) if x] or [0])
+if w8 is not None and m8:
+    show("TCP 2p 8 B latency vs Open MPI TCP (%.1f us)" % m8, "%.1f us" % w8, "<= Open MPI", w8 <= m8)
 PY
 
 for f in "$out"/*.err; do
