@@ -16,12 +16,15 @@ bool lowLatencyCarries(plan::Coll, AlgoId a) { return isOneShot(a); }
 double simpleAdjustUs(plan::Coll c, AlgoId a, const CostInputs& in, double us) {
   return isOneShot(a) ? oneShotFifoUs(c, in, us) : us;
 }
+bool simpleCarries(plan::Coll, AlgoId a, const CostInputs& in) {
+  return !isOneShot(a) || in.nranks <= kOneShotFifoMaxRanks;
+}
 
 std::vector<ProtoInfo>& table() {
   static std::vector<ProtoInfo> t = [] {
     std::vector<ProtoInfo> v;
     v.reserve(kMaxProtos);
-    v.push_back(ProtoInfo{"simple", nullptr, simpleAdjustUs});
+    v.push_back(ProtoInfo{"simple", nullptr, simpleAdjustUs, simpleCarries});
     v.push_back(ProtoInfo{"ll", lowLatencyCarries, nullptr});
     return v;
   }();

@@ -33,6 +33,10 @@ struct ProtoInfo {
   bool (*supports)(plan::Coll c, AlgoId a) = nullptr;
   // The algorithm's estimate under this protocol; no function: unchanged.
   double (*adjustUs)(plan::Coll c, AlgoId a, const CostInputs& in, double us) = nullptr;
+  // Whether it can carry the call on this layout (the selector skips the
+  // pair otherwise, even where WEFT_ALGO forces the algorithm); no
+  // function: wherever `supports` says.
+  bool (*carries)(plan::Coll c, AlgoId a, const CostInputs& in) = nullptr;
 };
 
 int protoCount();

@@ -88,6 +88,9 @@ CallChoice selectCall(plan::Coll c, const CostInputs& in, const AlgoFilter& f, c
       const ProtoId proto = ProtoId(p);
       if (!protos.allows(c, proto) || !protoSupports(proto, c, id)) continue;
       const double t = protoEstimateUs(c, id, proto, in);
+      // Not on this layout (the one-shot plan on FIFOs past 2 ranks), even
+      // where WEFT_ALGO forces the algorithm.
+      if (protoInfo(proto).carries && !protoInfo(proto).carries(c, id, in)) continue;
       if (!found || t < best) best = t, choice.algo = id, choice.proto = proto, found = true;
     }
   }

@@ -108,6 +108,13 @@ TEST(Protocols, OneShotOnFifosForSmallCallsWithoutLl) {
   EXPECT_FALSE(device.allows(Coll::AllReduce, oneShot));
   EXPECT_TRUE(device.allows(Coll::AllReduce, algo::kRing));
   EXPECT_NE(algo::selectCall(Coll::AllReduce, two, device, {}).algo, oneShot);
+  // Forced on more than 2 ranks without ll: no protocol carries it.
+  algo::CostInputs four = oneHost(4, 8);
+  four.nHosts = 2;
+  EXPECT_THROW(algo::selectCall(Coll::AllReduce, four, algo::parseAlgoFilter("allreduce:oneshot"), {},
+                                algo::parseProtoFilter("^ll")),
+               Error);
+  EXPECT_EQ(algo::selectCall(Coll::AllReduce, two, algo::parseAlgoFilter("allreduce:oneshot"), {}).algo, oneShot);
   // A filter that names it alone keeps it.
   EXPECT_TRUE(algo::withoutAlgo(algo::parseAlgoFilter("allreduce:oneshot"), oneShot).allows(Coll::AllReduce, oneShot));
 }
