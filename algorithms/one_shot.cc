@@ -1,6 +1,7 @@
 #include "algorithms/one_shot.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 #include "algorithms/collectives.h"
@@ -128,6 +129,19 @@ std::optional<AlgoId> oneShotId() {
   // A built-in: its id is fixed once the registry exists.
   static const std::optional<AlgoId> id = findAlgo(kOneShotName);
   return id;
+}
+
+double oneShotFifoUs(Coll c, const CostInputs& in, double llUs) {
+  const int n = std::max(in.nranks, 1);
+  if (n == 1) return in.intra.latencyUs;
+  if (n > kOneShotFifoMaxRanks || !algoSupports(*oneShotId(), c)) return std::numeric_limits<double>::infinity();
+  const double B = double(in.bytes);
+  // Bytes each rank sends (AllGather/ReduceScatter: its 1/n share to each
+  // peer; the others: the whole buffer to each).
+  const double sent = (c == Coll::AllGather || c == Coll::ReduceScatter) ? (n - 1) * B / n : (n - 1) * B;
+  const AlgoCalibration& cal = in.calibration(*oneShotId());
+  const double us = cal.baseUs + hopLatencyUs(in) * (1 + (n - 2) / 2.0) + cal.bwScale * 2 * sent / linkBytesPerUs(in);
+  return std::isfinite(llUs) ? std::max(us, llUs * (1 + 1e-9)) : us;
 }
 
 bool isOneShot(AlgoId a) {

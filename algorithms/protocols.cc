@@ -9,16 +9,22 @@
 namespace weft::algo {
 namespace {
 
-// The one-shot algorithm exists only as the LL protocol's data flow (its
-// plans are for the verifier); every other algorithm runs on FIFO slots.
-bool simpleCarries(plan::Coll, AlgoId a) { return !isOneShot(a); }
+// Every algorithm's plan runs on FIFO slots, the one-shot one too (its
+// estimate there is its own: one_shot.h); ll carries the one-shot
+// algorithm alone.
 bool lowLatencyCarries(plan::Coll, AlgoId a) { return isOneShot(a); }
+double simpleAdjustUs(plan::Coll c, AlgoId a, const CostInputs& in, double us) {
+  return isOneShot(a) ? oneShotFifoUs(c, in, us) : us;
+}
+bool simpleCarries(plan::Coll, AlgoId a, const CostInputs& in) {
+  return !isOneShot(a) || in.nranks <= kOneShotFifoMaxRanks;
+}
 
 std::vector<ProtoInfo>& table() {
   static std::vector<ProtoInfo> t = [] {
     std::vector<ProtoInfo> v;
     v.reserve(kMaxProtos);
-    v.push_back(ProtoInfo{"simple", simpleCarries, nullptr});
+    v.push_back(ProtoInfo{"simple", nullptr, simpleAdjustUs, simpleCarries});
     v.push_back(ProtoInfo{"ll", lowLatencyCarries, nullptr});
     return v;
   }();

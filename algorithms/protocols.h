@@ -2,7 +2,7 @@
 // and its synchronisation). A call is run as (algorithm, protocol, channels,
 // slice); the selector chooses the protocol with the algorithm. Two today:
 // "simple" (a piece is published by a flag after its data, in FIFO slots;
-// every algorithm but oneshot) and "ll" (low latency: each 64-byte line
+// every algorithm, oneshot on 2 ranks: one_shot.h) and "ll" (low latency: each 64-byte line
 // carries 56 bytes of data and the call's sequence number, in a shared
 // memory region per communicator; only the one-shot algorithm, on one host;
 // src/exec/host/ll_protocol.h). A new protocol is one entry here plus its
@@ -33,6 +33,10 @@ struct ProtoInfo {
   bool (*supports)(plan::Coll c, AlgoId a) = nullptr;
   // The algorithm's estimate under this protocol; no function: unchanged.
   double (*adjustUs)(plan::Coll c, AlgoId a, const CostInputs& in, double us) = nullptr;
+  // Whether it can carry the call on this layout (the selector skips the
+  // pair otherwise, even where WEFT_ALGO forces the algorithm); no
+  // function: wherever `supports` says.
+  bool (*carries)(plan::Coll c, AlgoId a, const CostInputs& in) = nullptr;
 };
 
 int protoCount();

@@ -26,14 +26,26 @@ AlgoFilter parseAlgoFilter(const std::string& spec) {
     for (int a = 0; a < algoCount(); a++) {
       const bool supports = algoSupports(AlgoId(a), plan::Coll(c));
       implementable |= supports;
-      // The one-shot algorithm runs only on one host (under ll): a general
-      // list must leave a collective another algorithm to apply to it.
+      // The one-shot algorithm does not run everywhere (ll: one host; FIFOs:
+      // 2 ranks): a general list must leave a collective another
+      // algorithm to apply to it.
       allowedOne |= supports && list.general.test(size_t(a)) && !isOneShot(AlgoId(a));
     }
     if (implementable && !allowedOne) {
       f.allowed[c].set();
       f.generalIgnored[c] = true;
     }
+  }
+  return f;
+}
+
+AlgoFilter withoutAlgo(AlgoFilter f, AlgoId a) {
+  for (int c = 0; c < plan::kNumColls; c++) {
+    NameSet without = f.allowed[c];
+    without.reset(size_t(index(a)));
+    bool left = false;
+    for (int b = 0; b < algoCount(); b++) left |= without.test(size_t(b)) && algoSupports(AlgoId(b), plan::Coll(c));
+    if (left) f.allowed[c] = without;
   }
   return f;
 }
@@ -76,6 +88,9 @@ CallChoice selectCall(plan::Coll c, const CostInputs& in, const AlgoFilter& f, c
       const ProtoId proto = ProtoId(p);
       if (!protos.allows(c, proto) || !protoSupports(proto, c, id)) continue;
       const double t = protoEstimateUs(c, id, proto, in);
+      // Not on this layout (the one-shot plan on FIFOs past 2 ranks), even
+      // where WEFT_ALGO forces the algorithm.
+      if (protoInfo(proto).carries && !protoInfo(proto).carries(c, id, in)) continue;
       if (!found || t < best) best = t, choice.algo = id, choice.proto = proto, found = true;
     }
   }

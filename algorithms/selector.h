@@ -32,6 +32,9 @@ struct AlgoFilter {
   bool allows(plan::Coll c, AlgoId a) const { return allowed[static_cast<int>(c)].test(size_t(index(a))); }
 };
 
+// f without algorithm a, except for collectives a would be the only one left.
+AlgoFilter withoutAlgo(AlgoFilter f, AlgoId a);
+
 // "AllGather, Broadcast" for the collectives f.generalIgnored names; "" if none.
 std::string ignoredCollectives(const AlgoFilter& f);
 

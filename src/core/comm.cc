@@ -10,6 +10,7 @@
 #include <set>
 #include <strings.h>
 
+#include "algorithms/one_shot.h"
 #include "src/core/connections.h"
 #include "src/core/device_channels.h"
 #include "src/core/launch.h"
@@ -363,6 +364,7 @@ void chooseAlgorithms(weftComm* comm) {
   const int rank = comm->rank;
   const std::string algoSpec = comm->config.get(settings::kAlgo).value_or("");
   comm->algoFilter = algo::parseAlgoFilter(algoSpec);
+  comm->deviceAlgoFilter = algo::withoutAlgo(comm->algoFilter, *algo::oneShotId());
   if (std::string ignored = algo::ignoredCollectives(comm->algoFilter); !ignored.empty()) {
     // Once per communicator on rank 0 at WARN (a filter that silently did
     // nothing would be as bad as one that broke the job), INFO elsewhere.

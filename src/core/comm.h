@@ -77,6 +77,9 @@ struct weftComm {
   // Algorithm selection: WEFT_ALGO, WEFT_PROTO, the cost model's link
   // parameters, and the host index of every rank (double binary trees span hosts).
   weft::algo::AlgoFilter algoFilter;
+  // algoFilter for device buffers: without the one-shot algorithm, whose
+  // FIFO plan has been measured on host buffers only.
+  weft::algo::AlgoFilter deviceAlgoFilter;
   weft::algo::ProtoFilter protoFilter;
   weft::algo::ProtoFilter deviceProtoFilter;  // protoFilter without ll (src/core/ll_comm.h)
   weft::algo::CostInputs costBase;

@@ -110,8 +110,9 @@ algo::CallChoice chooseAlgo(weftComm_t comm, const OpDesc& op) {
   }
   algo::CostInputs in = comm->costBase;
   in.bytes = busBytes(op, comm->nranks);
-  algo::CallChoice choice = algo::selectCall(op.coll, in, comm->algoFilter, comm->geometry,
-                                             op.device ? comm->deviceProtoFilter : comm->protoFilter);
+  algo::CallChoice choice =
+      op.device ? algo::selectCall(op.coll, in, comm->deviceAlgoFilter, comm->geometry, comm->deviceProtoFilter)
+                : algo::selectCall(op.coll, in, comm->algoFilter, comm->geometry, comm->protoFilter);
   if (comm->sliceOverride) choice.shape.sliceBytes = comm->sliceOverride;
   // Device calls: channels from the GPU link and the call's size (one CTA
   // each), not from the host cost model.

@@ -17,11 +17,11 @@ TEST(Protocols, SimpleAndLlAreRegistered) {
   EXPECT_EQ(algo::findProto("SIMPLE"), algo::kSimple);
   EXPECT_EQ(algo::findProto("LL"), algo::kLowLatency);
   EXPECT_FALSE(algo::findProto("ll128"));
-  // ll carries the one-shot algorithm alone, simple everything else.
+  // ll carries the one-shot algorithm alone, simple every algorithm.
   const algo::AlgoId oneShot = *algo::oneShotId();
   EXPECT_TRUE(algo::protoSupports(algo::kLowLatency, Coll::AllReduce, oneShot));
   EXPECT_FALSE(algo::protoSupports(algo::kLowLatency, Coll::AllReduce, algo::kRing));
-  EXPECT_FALSE(algo::protoSupports(algo::kSimple, Coll::AllReduce, oneShot));
+  EXPECT_TRUE(algo::protoSupports(algo::kSimple, Coll::AllReduce, oneShot));
   EXPECT_TRUE(algo::protoSupports(algo::kSimple, Coll::AllReduce, algo::kRing));
 }
 
@@ -76,6 +76,47 @@ TEST(Protocols, LlWinsSmallCallsOnOneHostOnly) {
     }
   // WEFT_ALGO=ring leaves ll nothing to carry: simple.
   EXPECT_EQ(algo::selectCall(Coll::AllReduce, oneHost(2, 8), algo::parseAlgoFilter("ring"), {}).proto, algo::kSimple);
+}
+
+// Without ll (across hosts, or excluded), a small AllReduce of 2 ranks
+// runs the one-shot plan on FIFO slots: one hop instead of the ring's two.
+// Large calls and more ranks keep the other algorithms.
+TEST(Protocols, OneShotOnFifosForSmallCallsWithoutLl) {
+  const algo::AlgoId oneShot = *algo::oneShotId();
+  algo::CostInputs two = oneHost(2, 64);
+  two.nHosts = 2;
+  EXPECT_EQ(algo::selectCall(Coll::AllReduce, two, algo::AlgoFilter{}, {}).algo, oneShot);
+  EXPECT_EQ(algo::selectCall(Coll::AllReduce, two, algo::AlgoFilter{}, {}).proto, algo::kSimple);
+  algo::CallChoice simple =
+      algo::selectCall(Coll::AllReduce, oneHost(2, 64), algo::AlgoFilter{}, {}, algo::parseProtoFilter("simple"));
+  EXPECT_EQ(simple.algo, oneShot);
+  for (Coll c : {Coll::AllReduce, Coll::ReduceScatter, Coll::AllGather, Coll::Broadcast, Coll::Reduce})
+    for (int n : {2, 4, 8}) {
+      algo::CostInputs hosts = oneHost(n, 64 << 20);
+      hosts.nHosts = 2;
+      EXPECT_NE(algo::selectCall(c, hosts, algo::AlgoFilter{}, {}).algo, oneShot) << plan::collName(c) << " " << n;
+      hosts.bytes = 8;
+      if (n > 2) EXPECT_NE(algo::selectCall(c, hosts, algo::AlgoFilter{}, {}).algo, oneShot) << plan::collName(c);
+      // Where ll can run, the FIFO hop never beats it, at any size.
+      for (uint64_t bytes = 8; bytes <= (64u << 20); bytes *= 4) {
+        algo::CallChoice one = algo::selectCall(c, oneHost(n, bytes), algo::AlgoFilter{}, {});
+        EXPECT_FALSE(one.algo == oneShot && one.proto == algo::kSimple) << plan::collName(c) << " " << n << " " << bytes;
+      }
+    }
+  // Device buffers select without it (src/core/comm.h, deviceAlgoFilter).
+  const algo::AlgoFilter device = algo::withoutAlgo(algo::AlgoFilter{}, oneShot);
+  EXPECT_FALSE(device.allows(Coll::AllReduce, oneShot));
+  EXPECT_TRUE(device.allows(Coll::AllReduce, algo::kRing));
+  EXPECT_NE(algo::selectCall(Coll::AllReduce, two, device, {}).algo, oneShot);
+  // Forced on more than 2 ranks without ll: no protocol carries it.
+  algo::CostInputs four = oneHost(4, 8);
+  four.nHosts = 2;
+  EXPECT_THROW(algo::selectCall(Coll::AllReduce, four, algo::parseAlgoFilter("allreduce:oneshot"), {},
+                                algo::parseProtoFilter("^ll")),
+               Error);
+  EXPECT_EQ(algo::selectCall(Coll::AllReduce, two, algo::parseAlgoFilter("allreduce:oneshot"), {}).algo, oneShot);
+  // A filter that names it alone keeps it.
+  EXPECT_TRUE(algo::withoutAlgo(algo::parseAlgoFilter("allreduce:oneshot"), oneShot).allows(Coll::AllReduce, oneShot));
 }
 
 }  // namespace

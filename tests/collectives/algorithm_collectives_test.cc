@@ -73,6 +73,12 @@ INSTANTIATE_TEST_SUITE_P(Socket, AlgorithmCollectives,
                          ::testing::Combine(::testing::Values("ring", "binarytree", "tree"), ::testing::Values(true),
                                             ::testing::Values(3, 4)),
                          name);
+// Two ranks over sockets: the one-shot plan on FIFO slots (WEFT_ALGO names
+// it; ll is off with shared memory), in one round and in many.
+INSTANTIATE_TEST_SUITE_P(SocketTwo, AlgorithmCollectives,
+                         ::testing::Combine(::testing::Values("ring", "oneshot"), ::testing::Values(true),
+                                            ::testing::Values(2)),
+                         name);
 
 }  // namespace
 }  // namespace weft::test

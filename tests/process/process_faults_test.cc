@@ -244,14 +244,17 @@ INSTANTIATE_TEST_SUITE_P(ProcessFaults, KilledRankQueued, ::testing::Values(fals
 TEST(ProcessFaults, QueuedOperationsOfAFailedCommunicatorDoNotRun) {
   setenv("WEFT_TIMEOUT_MS", "1500", 1);
   setenv("WEFT_BUFFSIZE", "65536", 1);
-  // FIFO pieces are what a stray operation would corrupt; under ll, A's
-  // whole contribution is published at once and rank 1 would complete it.
+  // FIFO pieces are what a stray operation would corrupt; under ll, or with
+  // the one-shot plan on FIFOs, A's whole contribution is sent at once and
+  // rank 1 would complete it: the ring, whose pieces depend on each other.
   setenv("WEFT_PROTO", "^ll", 1);
+  setenv("WEFT_ALGO", "ring", 1);
   std::vector<weftComm_t> comms(2, nullptr);
   ASSERT_EQ(weftCommInitAll(comms.data(), 2, nullptr), weftSuccess);
   unsetenv("WEFT_TIMEOUT_MS");
   unsetenv("WEFT_BUFFSIZE");
   unsetenv("WEFT_PROTO");
+  unsetenv("WEFT_ALGO");
   constexpr size_t countA = 1001, countB = 3001;  // one slot per chunk, chunk sizes differ
   std::vector<float> sendA(countA, 1.0f), recvA(countA), sendB(countB, 2.0f), recvB(countB, -7.0f);
   weftStream_t stream;

@@ -86,7 +86,11 @@ bool SocketConnection::tryProgress(uint64_t pieceBytes) {
   } else {
     uint32_t open = 0;
     bool slotWait = false;
-    moved = recvPass(&failed, &inlineFds_, &open, &slotWait);
+    // A slot of one part travels whole on socket 0: reading the others for
+    // it is a failed system call per socket per poll.
+    uint64_t off = 0, len = 0;
+    slotPart(pieceBytes, p_.nSockets, 1, &off, &len);
+    moved = recvPass(&failed, &inlineFds_, &open, &slotWait, len == 0 ? 1 : p_.nSockets);
   }
   return moved;
 }

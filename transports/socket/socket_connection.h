@@ -91,6 +91,8 @@ class SocketConnection final : public Connection, private FifoProgress {
     socket_wire::SlotHeader header{};
     uint64_t headerGot = 0;
     uint64_t offset = 0, length = 0, got = 0;
+    uint64_t wire = 0;       // bytes of the part on the wire (length, or padded)
+    uint64_t preread = 0;    // payload bytes read with the header
     uint32_t lastSeq = ~0u;  // parts on one socket come in increasing order
     bool waitsForSlot = false;
     bool closed = false;     // the sender ended this socket in order
@@ -111,10 +113,11 @@ class SocketConnection final : public Connection, private FifoProgress {
   // One pass of the send side under pumpMu_ (held by the caller); true when
   // every posted slot is wholly in the kernel.
   bool sendPass(bool* moved, bool* failed, std::vector<int>* fullFds);
-  // One pass of the receive side under pumpMu_: reads every open socket and
-  // posts the completed slots. *readFds: sockets to poll; *open: sockets not
-  // yet ended in order; *slotWait: some part waits for a free slot.
-  bool recvPass(bool* failed, std::vector<int>* readFds, uint32_t* open, bool* slotWait);
+  // One pass of the receive side under pumpMu_: reads the first nRead open
+  // sockets and posts the completed slots. *readFds: sockets to poll; *open:
+  // sockets not yet ended in order; *slotWait: some part waits for a free slot.
+  bool recvPass(bool* failed, std::vector<int>* readFds, uint32_t* open, bool* slotWait,
+                uint32_t nRead = socket_wire::kMaxSockets);
   // The executor moved bytes within the last yield window: the proxy then
   // sleeps instead of spinning for the same cores.
   bool executorActive() const;
@@ -141,6 +144,10 @@ class SocketConnection final : public Connection, private FifoProgress {
   bool pumpSend(uint32_t i, uint32_t posted, bool* failed);
   // Reads as much from socket i as there is; false when nothing moved.
   bool pumpRecv(uint32_t i, bool* failed);
+  // Reads (more of) socket i's next slot header; on socket 0, when the next
+  // slot is free, with the start of its payload (kHeadPayload). Bytes read,
+  // 0 when none, -1 with *why set.
+  ssize_t readHeader(uint32_t i, std::string* why);
   // Waits (spin, then sleep on the proxy bell in short slices) until pred()
   // holds; false once the connection halts, aborts or failed.
   template <class Pred>

@@ -23,27 +23,65 @@ static constexpr int kIdlePollMs = 20;
 
 namespace {
 
+// What a recv that returned n <= 0 means: 0 when nothing is there (or
+// EINTR: *retry), else -1 after setting *why (EOF or an error).
+ssize_t recvOutcome(ssize_t n, bool* retry, std::string* why) {
+  *retry = false;
+  if (n == 0) {
+    *why = "connection closed without an orderly end";
+    return -1;
+  }
+  if (errno == EINTR) {
+    *retry = true;
+    return 0;
+  }
+  if (errno == EAGAIN || errno == EWOULDBLOCK) return 0;
+  int e = errno;
+  *why = ((e == ECONNRESET || e == EPIPE || e == ENOTCONN) ? std::string("connection closed by peer: ")
+                                                           : std::string("socket error: ")) +
+         strerror(e);
+  return -1;
+}
+
 // One non-blocking read. Returns bytes read, 0 when nothing is there, or -1
 // after setting *why (EOF or an error).
 ssize_t readSome(int fd, void* into, size_t bytes, std::string* why) {
   for (;;) {
     ssize_t n = ::recv(fd, into, bytes, MSG_DONTWAIT);
     if (n > 0) return n;
-    if (n == 0) {
-      *why = "connection closed without an orderly end";
-      return -1;
-    }
-    if (errno == EINTR) continue;
-    if (errno == EAGAIN || errno == EWOULDBLOCK) return 0;
-    int e = errno;
-    *why = ((e == ECONNRESET || e == EPIPE || e == ENOTCONN) ? std::string("connection closed by peer: ")
-                                                             : std::string("socket error: ")) +
-           strerror(e);
-    return -1;
+    bool retry = false;
+    n = recvOutcome(n, &retry, why);
+    if (!retry) return n;
   }
 }
 
 }  // namespace
+
+ssize_t SocketConnection::readHeader(uint32_t i, std::string* why) {
+  FifoHeader* hdr = proxyEnd_.hdr;
+  RecvCursor& c = recvCursors_[i];
+  const int fd = sockets_[i].fd();
+  char* into = reinterpret_cast<char*>(&c.header) + c.headerGot;
+  c.preread = 0;
+  const uint32_t next = c.lastSeq + 1;  // socket 0 carries a part of every slot
+  if (i != 0 || c.headerGot != 0 || hdr->slotBytes < kHeadPayload ||
+      next - hdr->consumed.load(std::memory_order_acquire) >= hdr->nSlots)
+    return readSome(fd, into, sizeof(c.header) - c.headerGot, why);
+  iovec iov[2] = {{into, sizeof(c.header)}, {proxyEnd_.data + (next % hdr->nSlots) * hdr->slotBytes, kHeadPayload}};
+  msghdr msg{};
+  msg.msg_iov = iov;
+  msg.msg_iovlen = 2;
+  for (;;) {
+    ssize_t n = ::recvmsg(fd, &msg, MSG_DONTWAIT);
+    if (n > 0) {
+      if (static_cast<uint64_t>(n) > sizeof(c.header)) c.preread = static_cast<uint64_t>(n) - sizeof(c.header);
+      return std::min<ssize_t>(n, sizeof(c.header));
+    }
+    bool retry = false;
+    n = recvOutcome(n, &retry, why);
+    if (!retry) return n;
+  }
+}
 
 bool SocketConnection::pumpRecv(uint32_t i, bool* failed) {
   FifoHeader* hdr = proxyEnd_.hdr;
@@ -60,7 +98,7 @@ bool SocketConnection::pumpRecv(uint32_t i, bool* failed) {
   c.waitsForSlot = false;
   while (!c.closed) {
     if (!c.inPart) {
-      ssize_t n = readSome(fd, reinterpret_cast<char*>(&c.header) + c.headerGot, sizeof(c.header) - c.headerGot, &why);
+      ssize_t n = readHeader(i, &why);
       if (n < 0) return fail(why);
       if (n == 0) return moved;
       moved = true;
@@ -79,11 +117,14 @@ bool SocketConnection::pumpRecv(uint32_t i, bool* failed) {
       if ((c.lastSeq != ~0u && static_cast<int32_t>(h.seq - c.lastSeq) <= 0) ||
           static_cast<int32_t>(h.seq - completed_) < 0)
         return fail("part of slot " + std::to_string(h.seq) + " out of order (garbage on the stream?)");
+      if (c.preread > 0 && h.seq != c.lastSeq + 1)  // read into slot lastSeq + 1
+        return fail("part of slot " + std::to_string(h.seq) + " out of order (garbage on the stream?)");
       c.lastSeq = h.seq;
       slotPart(h.bytes, p_.nSockets, i, &c.offset, &c.length);
       if (c.length == 0 && !(i == 0 && h.bytes == 0))
         return fail("empty part of slot " + std::to_string(h.seq) + " (garbage on the stream?)");
-      c.got = 0;
+      c.wire = wireBytes(i, c.length, hdr->slotBytes);
+      c.got = c.preread;
       c.inPart = true;
     }
     // The payload goes straight into its slot, once the executor freed it.
@@ -93,13 +134,13 @@ bool SocketConnection::pumpRecv(uint32_t i, bool* failed) {
       return moved;
     }
     const uint32_t idx = seq % hdr->nSlots;
-    if (c.got < c.length) {
-      ssize_t n = readSome(fd, proxyEnd_.data + idx * hdr->slotBytes + c.offset + c.got, c.length - c.got, &why);
+    if (c.got < c.wire) {
+      ssize_t n = readSome(fd, proxyEnd_.data + idx * hdr->slotBytes + c.offset + c.got, c.wire - c.got, &why);
       if (n < 0) return fail(why);
       if (n == 0) return moved;
       moved = true;
       c.got += static_cast<uint64_t>(n);
-      if (c.got < c.length) continue;
+      if (c.got < c.wire) continue;
     }
     RecvSlot& slot = recvSlots_[idx];
     if (!slot.known) {
@@ -115,7 +156,8 @@ bool SocketConnection::pumpRecv(uint32_t i, bool* failed) {
   return moved;
 }
 
-bool SocketConnection::recvPass(bool* failed, std::vector<int>* readFds, uint32_t* open, bool* slotWait) {
+bool SocketConnection::recvPass(bool* failed, std::vector<int>* readFds, uint32_t* open, bool* slotWait,
+                                uint32_t nRead) {
   FifoHeader* hdr = proxyEnd_.hdr;
   bool moved = false;
   *open = 0;
@@ -124,6 +166,10 @@ bool SocketConnection::recvPass(bool* failed, std::vector<int>* readFds, uint32_
   for (uint32_t i = 0; i < p_.nSockets; ++i) {
     RecvCursor& c = recvCursors_[i];
     if (c.closed) continue;
+    if (i >= nRead) {
+      ++*open;
+      continue;
+    }
     moved |= pumpRecv(i, failed);
     if (*failed) return moved;
     if (c.closed) continue;

@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -44,13 +45,17 @@ bool SocketConnection::pumpSend(uint32_t i, uint32_t posted, bool* failed) {
       moved = true;
       continue;
     }
+    static const char kPadding[kHeadPayload] = {};
+    const uint64_t wire = wireBytes(i, len, hdr->slotBytes);
     SlotHeader sh{bytes, c.seq, 0};
-    iovec iov[2];
+    iovec iov[3];
     int n = 0;
     if (c.sent < sizeof(sh)) iov[n++] = {reinterpret_cast<char*>(&sh) + c.sent, sizeof(sh) - c.sent};
     const uint64_t payloadSent = c.sent > sizeof(sh) ? c.sent - sizeof(sh) : 0;
     if (len > payloadSent)
       iov[n++] = {proxyEnd_.data + idx * hdr->slotBytes + off + payloadSent, static_cast<size_t>(len - payloadSent)};
+    if (wire > std::max(len, payloadSent))
+      iov[n++] = {const_cast<char*>(kPadding), static_cast<size_t>(wire - std::max(len, payloadSent))};
     msghdr msg{};
     msg.msg_iov = iov;
     msg.msg_iovlen = static_cast<size_t>(n);
@@ -71,7 +76,7 @@ bool SocketConnection::pumpSend(uint32_t i, uint32_t posted, bool* failed) {
     }
     moved = true;
     c.sent += static_cast<uint64_t>(w);
-    if (c.sent == sizeof(sh) + len) {
+    if (c.sent == sizeof(sh) + wire) {
       c.sent = 0;
       ++c.seq;
     }

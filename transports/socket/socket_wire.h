@@ -9,7 +9,7 @@
 namespace weft::socket_wire {
 
 constexpr uint32_t kHelloMagic = 0x57465348;  // "WFSH"
-constexpr uint32_t kVersion = 3;
+constexpr uint32_t kVersion = 4;
 constexpr uint32_t kMaxSockets = 16;
 
 // Receiver -> sender over the bootstrap: where to connect, and the nonce that
@@ -67,6 +67,17 @@ constexpr uint64_t kCloseMarker = ~0ull;
 // Slots are cut into at most one part per socket, none smaller than this
 // (smaller parts cost more in per-socket overhead than they gain).
 constexpr uint64_t kMinPartBytes = 64 * 1024;
+
+// Every slot has a part on socket 0, so its receiver knows which slot comes
+// next there and reads a header together with the first kHeadPayload bytes
+// of its part in one recv: a small slot costs one system call, not two.
+// For that read never to take bytes of the next part, parts on socket 0
+// shorter than kHeadPayload travel padded to it (the padding lands in the
+// slot past the part and is never posted). Off where slots are smaller.
+constexpr uint64_t kHeadPayload = 240;
+inline uint64_t wireBytes(uint32_t index, uint64_t length, uint64_t slotBytes) {
+  return index == 0 && slotBytes >= kHeadPayload && length < kHeadPayload ? kHeadPayload : length;
+}
 
 // Byte range [*offset, *offset + *length) of part `index` of a slot.
 inline void slotPart(uint64_t bytes, uint32_t nSockets, uint32_t index, uint64_t* offset, uint64_t* length) {
