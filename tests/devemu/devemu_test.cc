@@ -31,6 +31,8 @@ void expectCorrect(const CallSpec& s) {
   EXPECT_EQ(call.check(), "");
   EXPECT_EQ(call.fifos().postedSinceStart(), call.piecesExpected());
   EXPECT_TRUE(call.fifos().allConsumed());
+  // Exact arithmetic: the host executor's bytes, bit for bit.
+  if (s.arith == cuda::kArithExact) EXPECT_EQ(call.compareWithHostExecutor(), "");
 }
 
 bool rooted(Coll c) { return plan::collInfo(c).rooted; }

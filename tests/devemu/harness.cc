@@ -17,6 +17,7 @@
 #include "algorithms/verify.h"
 #include "src/exec/cuda/device_compute.cuh"
 #include "src/exec/cuda/device_image.h"
+#include "src/exec/host/host_executor.h"
 #include "src/kernels/functors.h"
 #include "transports/fifo.h"
 
@@ -38,6 +39,7 @@ Fifos::~Fifos() {
 }
 
 FifoHeader* Fifos::get(int from, int to, int conn) {
+  std::lock_guard<std::mutex> lock(mu_);
   auto key = std::make_tuple(from, to, conn);
   auto it = fifos_.find(key);
   if (it != fifos_.end()) return it->second;
@@ -241,6 +243,84 @@ std::string Call::check() const {
       return "rank " + std::to_string(r) + ": a write outside the user buffers";
     if (!lay.aliased && std::memcmp(b.send, b.input.data(), b.input.size()) != 0)
       return "rank " + std::to_string(r) + ": the send buffer changed";
+  }
+  return {};
+}
+
+void Call::runHostRank(int r, Fifos& fifos, std::vector<HostCopy>& copies, std::vector<Doorbell>& bells) {
+  const size_t es = types_.size;
+  const RankBuffers& b = ranks_[r];
+  HostCopy& h = copies[r];
+  // The same offsets into the copies as into the device run's allocations.
+  char* send = h.sendMem.data() + (b.send - b.sendMem.get());
+  char* recv = b.recvMem ? h.recvMem.data() + (b.recv - b.recvMem.get()) : h.sendMem.data() + (b.recv - b.sendMem.get());
+  const BufferBinding bind{send, recv};
+  std::vector<char> scratch(plans_[r].scratchElems * es + 64);
+  const plan::FifoGeometry g = spec_.geometry;
+  FifoLookup lookup;
+  lookup.send = [&, r](int peer, int conn) {
+    FifoHeader* f = fifos.get(r, peer, conn);
+    FifoEnd e;
+    e.attach(f, reinterpret_cast<char*>(f) + f->dataOffset, g);
+    e.producerBell = &bells[r];
+    e.consumerBell = &bells[peer];
+    return e;
+  };
+  lookup.recv = [&, r](int peer, int conn) {
+    FifoHeader* f = fifos.get(peer, r, conn);
+    FifoEnd e;
+    e.attach(f, reinterpret_cast<char*>(f) + f->dataOffset, g);
+    e.producerBell = &bells[peer];
+    e.consumerBell = &bells[r];
+    return e;
+  };
+  kernels::RedOp op;
+  op.kind = static_cast<kernels::OpKind>(spec_.opKind);
+  op.type = spec_.type;
+  op.nranks = spec_.nranks;
+  types_.scalar(op.scalar);
+  std::atomic<bool> abort{false};
+  HostExecContext ctx;
+  ctx.bell = &bells[r];
+  ctx.abortFlag = &abort;
+  ctx.timeoutMs = static_cast<int64_t>(spec_.timeoutMs);
+  ctx.rank = r;
+  runHostPlan(plans_[r], {&bind, 1}, scratch.data(), op, lookup, ctx);
+}
+
+std::string Call::compareWithHostExecutor() {
+  const size_t es = types_.size;
+  std::vector<HostCopy> copies(spec_.nranks);
+  for (int r = 0; r < spec_.nranks; r++) {
+    const RankBuffers& b = ranks_[r];
+    const verify::BufferLayout& lay = problem_.buffers[r][0];
+    const uint64_t pad = spec_.misalign + kGuardElems;
+    const uint64_t sendElems = lay.aliased ? b.total : lay.sendElems;
+    copies[r].sendMem.assign((sendElems + 2 * pad) * es, static_cast<char>(kPoison));
+    std::memcpy(copies[r].sendMem.data() + (b.send - b.sendMem.get()), b.input.data(), b.input.size());
+    if (!lay.aliased) copies[r].recvMem.assign((lay.recvElems + 2 * pad) * es, static_cast<char>(kPoison));
+  }
+  Fifos fifos(spec_.geometry, spec_.counterStart);
+  std::vector<Doorbell> bells(spec_.nranks);
+  std::vector<std::string> errors(spec_.nranks);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < spec_.nranks; r++)
+    threads.emplace_back([&, r] {
+      try {
+        runHostRank(r, fifos, copies, bells);
+      } catch (const std::exception& e) {
+        errors[r] = e.what();
+      }
+    });
+  for (auto& t : threads) t.join();
+  for (int r = 0; r < spec_.nranks; r++) {
+    if (!errors[r].empty()) return "host executor, rank " + std::to_string(r) + ": " + errors[r];
+    const RankBuffers& b = ranks_[r];
+    const char* dev = b.recvMem ? b.recvMem.get() : b.sendMem.get();
+    const std::vector<char>& host = b.recvMem ? copies[r].recvMem : copies[r].sendMem;
+    for (size_t i = 0; i < host.size(); i++)
+      if (dev[i] != host[i])
+        return "rank " + std::to_string(r) + ": device and host executor differ at byte " + std::to_string(i);
   }
   return {};
 }

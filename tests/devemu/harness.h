@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <random>
 #include <string>
 #include <tuple>
@@ -18,6 +19,7 @@
 #include "algorithms/plan.h"
 #include "algorithms/verify.h"
 #include "src/exec/cuda/device_image.h"
+#include "src/util/doorbell.h"
 #include "transports/fifo.h"
 #include "src/exec/cuda/device_layout.h"
 #include "tests/devemu/emulator.h"
@@ -71,7 +73,7 @@ class Fifos {
   ~Fifos();
   Fifos(const Fifos&) = delete;
   Fifos& operator=(const Fifos&) = delete;
-  FifoHeader* get(int from, int to, int conn);
+  FifoHeader* get(int from, int to, int conn);  // thread-safe
   static cuda::DevFifo view(FifoHeader* h);
   uint64_t postedSinceStart() const;  // pieces posted over every FIFO
   bool allConsumed() const;
@@ -79,6 +81,7 @@ class Fifos {
  private:
   plan::FifoGeometry geometry_;
   uint32_t start_;
+  std::mutex mu_;
   std::map<std::tuple<int, int, int>, FifoHeader*> fifos_;
 };
 
@@ -96,6 +99,10 @@ class Call {
   std::atomic<uint8_t>& abortFlag(int rank) { return ranks_[rank].abort; }
   Fifos& fifos() { return fifos_; }
   std::string check() const;
+  // Runs the same plans through the host executor (runHostPlan) on copies
+  // of the inputs and its own FIFOs; returns the first byte where a rank's
+  // device result differs from the host's, empty when none does.
+  std::string compareWithHostExecutor();
   uint64_t piecesExpected() const { return piecesExpected_; }
   const plan::Plan& plan(int rank) const { return plans_[rank]; }
   cuda::DevLaunch& launch(int rank) { return launches_[rank]; }
@@ -114,6 +121,12 @@ class Call {
     cuda::DevStatus status{};
     std::atomic<uint8_t> abort{0};
   };
+  // A copy of every user allocation (what the host executor writes into),
+  // laid out as RankBuffers' with the same offsets.
+  struct HostCopy {
+    std::vector<char> sendMem, recvMem;
+  };
+  void runHostRank(int r, Fifos& fifos, std::vector<HostCopy>& copies, std::vector<Doorbell>& bells);
   cuda::DevLaunch launchFor(int rank);
 
   CallSpec spec_;
