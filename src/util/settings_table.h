@@ -49,6 +49,8 @@ WEFT_SETTING_NCCL(kHostId, "WEFT_HOSTID", "NCCL_HOSTID", String, nullptr, Comm,
 WEFT_SETTING_NCCL(kShmDisable, "WEFT_SHM_DISABLE", "NCCL_SHM_DISABLE", Bool, "0", Comm, "never use shared memory")
 WEFT_SETTING_NCCL(kP2pDisable, "WEFT_P2P_DISABLE", "NCCL_P2P_DISABLE", Bool, "0", Comm,
                   "never use CUDA-IPC peer-to-peer")
+WEFT_SETTING(kDeviceExactArith, "WEFT_DEVICE_EXACT_ARITH", Bool, "0", Comm,
+             "device float16/bfloat16 reductions round as the host executor does (no half2/bfloat162 instructions)")
 WEFT_SETTING_NCCL(kNet, "WEFT_NET", "NCCL_NET", String, nullptr, Comm, "force Socket or IB between hosts")
 
 // FIFOs, channels, algorithms
