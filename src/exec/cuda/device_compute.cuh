@@ -27,9 +27,14 @@ namespace weft::cuda {
 
 enum DevOpKind : int32_t { kOpSum = 0, kOpProd = 1, kOpMax = 2, kOpMin = 3, kOpAvg = 4, kOpPreMulSum = 5 };
 
-// 16-byte loads in flight per thread in the aligned loop (NCCL uses 8 on
-// sm80+, 4 below; 4 keeps register use low with three inputs).
-constexpr int kUnroll = 4;
+// 16-byte loads in flight per thread and input in the aligned loop. NCCL
+// uses 8 on sm80+; here the loop keeps up to three inputs and decodes
+// narrow types element by element in registers, and ptxas (sm_90, 512
+// threads) spills at 4: float32 Sum 172 bytes, float16 Sum 200 bytes of
+// spill stores; at 2 neither spills (64 and 128 registers). Deeper
+// unrolling needs a leaner loop (e.g. one for plain copies) and a GPU to
+// measure it on.
+constexpr int kUnroll = 2;
 
 template <class E>
 struct PieceIo {
