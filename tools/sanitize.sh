@@ -71,8 +71,11 @@ case "$kind" in
     # (ProcessCollectives, ProcessFaults, KilledRank*, the ll protocol's
     # LowLatency*), the bootstrap and its handshake, the socket transport,
     # and every ibloop test (the IB transport's proxy threads over the
-    # loopback provider: Ibloop*, Provider*).
-    TSAN_TESTS='Thread|AlgorithmCollectives|Process|KilledRank|LowLatency|Bootstrap|Handshake|StreamMac|Socket'
+    # loopback provider: Ibloop*, Provider*), and the CUDA interpreter
+    # compiled for the host (DevEmu*: CTA threads and emulated ranks over
+    # in-memory FIFOs; alone: SANITIZE_TARGETS=devemu_test tools/sanitize.sh
+    # tsan -R DevEmu).
+    TSAN_TESTS='Thread|AlgorithmCollectives|Process|KilledRank|LowLatency|Bootstrap|Handshake|StreamMac|Socket|DevEmu'
     selection=(-R "$TSAN_TESTS|Ibloop|Provider" -LE "long|gpu")
     ;;
 esac

@@ -93,8 +93,12 @@ plan::FifoGeometry chooseGeometry(const settings::Config& cfg) {
   plan::FifoGeometry g;
   int64_t slots = cfg.get(settings::kNSlots);
   int64_t buff = cfg.get(settings::kBuffsize);
-  if (slots < 2 || slots > kFifoMaxSlots)
-    raise(weftInvalidArgument, "WEFT_NSLOTS=%ld must be in 2..%u", static_cast<long>(slots), kFifoMaxSlots);
+  // A slot is its FIFO's 32-bit counter modulo the slot count: only a count
+  // that divides 2^32 keeps consecutive counters on distinct slots when the
+  // counter wraps (after 2^32 pieces, which a long job reaches).
+  if (slots < 2 || slots > kFifoMaxSlots || (slots & (slots - 1)) != 0)
+    raise(weftInvalidArgument, "WEFT_NSLOTS=%ld must be a power of two in 2..%u", static_cast<long>(slots),
+          kFifoMaxSlots);
   if (buff < slots * 1024 || buff > (1ll << 30))
     raise(weftInvalidArgument, "WEFT_BUFFSIZE=%ld must be between %ld (1 KiB per slot) and 1 GiB",
           static_cast<long>(buff), static_cast<long>(slots * 1024));

@@ -53,6 +53,8 @@ WEFT_SETTING(kDeviceSetup, "WEFT_DEVICE_SETUP", Bool, "1", Comm,
              "with a GPU, init sets up the device path (stream, status word, ring FIFOs)")
 WEFT_SETTING(kDeviceNChannels, "WEFT_DEVICE_NCHANNELS", Int, "0", Comm,
              "most channels of a device call, 1..64; 0: from the GPU link (NVLink 16, PCIe 4)")
+WEFT_SETTING(kDeviceExactArith, "WEFT_DEVICE_EXACT_ARITH", Bool, "0", Comm,
+             "device float16/bfloat16 reductions round as the host executor does (no half2/bfloat162 instructions)")
 WEFT_SETTING_NCCL(kNet, "WEFT_NET", "NCCL_NET", String, nullptr, Comm, "force Socket or IB between hosts")
 
 // FIFOs, channels, algorithms

@@ -216,12 +216,17 @@ TEST_F(Settings, OverriddenDefaultIsBelowFilesAndEnvironment) {
 }
 
 TEST_F(Settings, BadFileValueFailsCommunicatorCreation) {
-  write(user_, "WEFT_NSLOTS=1\n");
-  weftUniqueId id;
-  ASSERT_EQ(weftGetUniqueId(&id), weftSuccess);
-  weftComm_t comm = nullptr;
-  EXPECT_EQ(weftCommInitRank(&comm, 1, id, 0), weftInvalidArgument);
-  EXPECT_EQ(comm, nullptr);
+  // 6 slots: not a power of two, so a wrapping counter would reuse a slot.
+  for (const char* line : {"WEFT_NSLOTS=1\n", "WEFT_NSLOTS=6\n"}) {
+    write(user_, line);
+    weftUniqueId id;
+    ASSERT_EQ(weftGetUniqueId(&id), weftSuccess);
+    weftComm_t comm = nullptr;
+    EXPECT_EQ(weftCommInitRank(&comm, 1, id, 0), weftInvalidArgument) << line;
+    EXPECT_EQ(comm, nullptr);
+  }
+  EXPECT_NE(std::string(weftGetLastError(nullptr)).find("must be a power of two"), std::string::npos)
+      << weftGetLastError(nullptr);
 }
 
 // A communicator logs where its settings came from (INFO, subsystem ENV)

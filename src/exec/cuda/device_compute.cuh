@@ -4,18 +4,37 @@
 // same points as on the host (the intermediate of a two-input reduce is
 // stored once), so device and host results agree bit for bit.
 //
-// Inputs that come from FIFO slots are read with __ldcv: a slot is rewritten
-// by another agent while the kernel runs, so a cached copy must never be
-// used. 16-byte loads and stores when every pointer allows it.
+// Inputs that come from FIFO slots are read with loadSlot/loadSlotVec
+// (device_portable.cuh): a slot is rewritten by another agent while the
+// kernel runs, so a cached copy must never be used. 16-byte loads and
+// stores when every pointer allows it, issued kUnroll deep per thread so
+// that each thread has several loads in flight before it uses one.
 #pragma once
 
 #include <stdint.h>
 
+#include "src/exec/cuda/device_portable.cuh"
 #include "src/kernels/functors.h"
+
+#if defined(__CUDACC__)
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <type_traits>
+#endif
 
 namespace weft::cuda {
 
 enum DevOpKind : int32_t { kOpSum = 0, kOpProd = 1, kOpMax = 2, kOpMin = 3, kOpAvg = 4, kOpPreMulSum = 5 };
+
+// 16-byte loads in flight per thread and input in the aligned loop. NCCL
+// uses 8 on sm80+; here the loop keeps up to three inputs and decodes
+// narrow types element by element in registers, and ptxas (sm_90, 512
+// threads) spills at 4: float32 Sum 172 bytes, float16 Sum 200 bytes of
+// spill stores; at 2 neither spills (64 and 128 registers). Deeper
+// unrolling needs a leaner loop (e.g. one for plain copies) and a GPU to
+// measure it on.
+constexpr int kUnroll = 2;
 
 template <class E>
 struct PieceIo {
@@ -28,18 +47,14 @@ struct PieceIo {
   int nOut;
   bool pre;         // multiply local by scale (PreMulSum)
   bool post;        // divide by nranks (Avg)
+  bool native;      // half2/bfloat162 instructions allowed (DevArith::kArithNative)
   A scale;
   int nranks;
 };
 
-template <class S>
-__device__ __forceinline__ S loadVolatile(const S* p) {
-  return *reinterpret_cast<const volatile S*>(p);
-}
-
 template <class E, class Op>
-__device__ __forceinline__ typename E::Acc combine(const PieceIo<E>& io, typename E::Store i0, typename E::Store i1,
-                                                   typename E::Store l) {
+WEFT_DEV typename E::Acc combine(const PieceIo<E>& io, typename E::Store i0, typename E::Store i1,
+                                 typename E::Store l) {
   using namespace weft::kernels;
   using A = typename E::Acc;
   A r;
@@ -66,20 +81,104 @@ __device__ __forceinline__ typename E::Acc combine(const PieceIo<E>& io, typenam
 // A plain copy (one input, nothing to apply): bits move untouched, as the
 // host's memcpy does (NaN payloads included).
 template <class E>
-__device__ __forceinline__ bool isRawCopy(const PieceIo<E>& io) {
+WEFT_DEV bool isRawCopy(const PieceIo<E>& io) {
   return (io.nIn + (io.local ? 1 : 0)) == 1 && !io.post && !(io.pre && io.nIn == 0);
+}
+
+#if defined(__CUDA_ARCH__)
+// Sum and Prod of float16/bfloat16 pairs with the native instructions. For
+// finite values they round exactly as combine() does: every operation is
+// rounded to the narrow type once in both, and a float32 intermediate of two
+// narrow operands rounds to the same narrow value (24 >= 2 * 11 + 2 bits).
+// NaN payloads and infinities of opposite signs may differ, hence a setting.
+template <class E, class Op>
+__device__ __forceinline__ bool combineNative(const PieceIo<E>& io, const Vec16& a, const Vec16& b, const Vec16& l,
+                                              Vec16& r) {
+  constexpr bool kNarrow16 = E::kNarrow && sizeof(typename E::Store) == 2;
+  if constexpr (!kNarrow16) {
+    return false;
+  } else {
+    constexpr bool kSum = __is_same(Op, weft::kernels::FuncSum<E>);
+    constexpr bool kProd = __is_same(Op, weft::kernels::FuncProd<E>);
+    if constexpr (!kSum && !kProd) {
+      return false;
+    } else {
+      if (!io.native || io.pre || io.post || io.nIn == 0) return false;
+      using F = typename E::Format;
+      using P = std::conditional_t<__is_same(F, weft::kernels::HalfFormat), __half2, __nv_bfloat162>;
+      const P* pa = reinterpret_cast<const P*>(&a);
+      const P* pb = reinterpret_cast<const P*>(&b);
+      const P* pl = reinterpret_cast<const P*>(&l);
+      P* pr = reinterpret_cast<P*>(&r);
+#pragma unroll
+      for (int k = 0; k < 4; k++) {
+        P x = pa[k];
+        if (io.nIn == 2) x = kSum ? __hadd2(x, pb[k]) : __hmul2(x, pb[k]);
+        if (io.local) x = kSum ? __hadd2(x, pl[k]) : __hmul2(x, pl[k]);
+        pr[k] = x;
+      }
+      return true;
+    }
+  }
+}
+#endif
+
+template <class E, class Op>
+WEFT_DEV Vec16 combineVec(const PieceIo<E>& io, bool raw, const Vec16& a, const Vec16& b, const Vec16& l) {
+  using S = typename E::Store;
+  constexpr int N = 16 / sizeof(S);
+  if (raw) return io.nIn ? a : l;
+  union U16 {
+    Vec16 v;
+    S s[N];
+  } ua, ub, ul, ur;
+#if defined(__CUDA_ARCH__)
+  if (combineNative<E, Op>(io, a, b, l, ur.v)) return ur.v;
+#endif
+  ua.v = a;
+  ub.v = b;
+  ul.v = l;
+#if defined(__CUDACC__)
+#pragma unroll
+#endif
+  for (int k = 0; k < N; k++) ur.s[k] = weft::kernels::storeElem<E>(combine<E, Op>(io, ua.s[k], ub.s[k], ul.s[k]));
+  return ur.v;
+}
+
+// Vectors [v0, v0 + kUnroll * nthreads) of the piece: thread tid takes
+// v0 + tid + k * nthreads (neighbouring threads, neighbouring vectors), all
+// loads first.
+template <class E, class Op>
+WEFT_DEV void computeUnrolled(const PieceIo<E>& io, bool raw, uint64_t v0, uint64_t tid, uint64_t nthreads) {
+  Vec16 a[kUnroll], b[kUnroll], l[kUnroll];
+  const Vec16* in0 = reinterpret_cast<const Vec16*>(io.in[0]);
+  const Vec16* in1 = reinterpret_cast<const Vec16*>(io.in[1]);
+  const Vec16* loc = reinterpret_cast<const Vec16*>(io.local);
+#if defined(__CUDACC__)
+#pragma unroll
+#endif
+  for (int k = 0; k < kUnroll; k++) {
+    const uint64_t v = v0 + tid + k * nthreads;
+    if (io.nIn > 0) a[k] = loadSlotVec(in0 + v);
+    if (io.nIn > 1) b[k] = loadSlotVec(in1 + v);
+    if (loc) l[k] = loc[v];
+  }
+#if defined(__CUDACC__)
+#pragma unroll
+#endif
+  for (int k = 0; k < kUnroll; k++) {
+    const Vec16 r = combineVec<E, Op>(io, raw, a[k], b[k], l[k]);
+    const uint64_t v = v0 + tid + k * nthreads;
+    for (int o = 0; o < io.nOut; o++) reinterpret_cast<Vec16*>(io.out[o])[v] = r;
+  }
 }
 
 // Elements [0, n) of the piece, split over `nthreads` threads starting at
 // thread `tid`.
 template <class E, class Op>
-__device__ void computePiece(const PieceIo<E>& io, uint64_t n, uint64_t tid, uint64_t nthreads) {
+WEFT_DEV void computePiece(const PieceIo<E>& io, uint64_t n, uint64_t tid, uint64_t nthreads) {
   using S = typename E::Store;
   constexpr int N = 16 / sizeof(S);
-  union V16 {
-    uint4 v;
-    S s[N];
-  };
   uintptr_t align = 0;
   for (int i = 0; i < io.nIn; i++) align |= reinterpret_cast<uintptr_t>(io.in[i]);
   if (io.local) align |= reinterpret_cast<uintptr_t>(io.local);
@@ -88,26 +187,24 @@ __device__ void computePiece(const PieceIo<E>& io, uint64_t n, uint64_t tid, uin
   uint64_t done = 0;
   if ((align & 15) == 0) {
     const uint64_t nv = n / N;
-    for (uint64_t v = tid; v < nv; v += nthreads) {
-      V16 a, b, l, r;
-      if (io.nIn > 0) a.v = __ldcv(reinterpret_cast<const uint4*>(io.in[0]) + v);
-      if (io.nIn > 1) b.v = __ldcv(reinterpret_cast<const uint4*>(io.in[1]) + v);
-      if (io.local) l.v = reinterpret_cast<const uint4*>(io.local)[v];
-      if (raw) {
-        r.v = io.nIn ? a.v : l.v;
-      } else {
-#pragma unroll
-        for (int k = 0; k < N; k++)
-          r.s[k] = weft::kernels::storeElem<E>(combine<E, Op>(io, a.s[k], b.s[k], l.s[k]));
-      }
-      for (int o = 0; o < io.nOut; o++) reinterpret_cast<uint4*>(io.out[o])[v] = r.v;
+    const uint64_t span = nthreads * kUnroll;
+    uint64_t v0 = 0;
+    for (; v0 + span <= nv; v0 += span) computeUnrolled<E, Op>(io, raw, v0, tid, nthreads);
+    const Vec16 zero{};
+    for (uint64_t v = v0 + tid; v < nv; v += nthreads) {
+      Vec16 a = zero, b = zero, l = zero;
+      if (io.nIn > 0) a = loadSlotVec(reinterpret_cast<const Vec16*>(io.in[0]) + v);
+      if (io.nIn > 1) b = loadSlotVec(reinterpret_cast<const Vec16*>(io.in[1]) + v);
+      if (io.local) l = reinterpret_cast<const Vec16*>(io.local)[v];
+      const Vec16 r = combineVec<E, Op>(io, raw, a, b, l);
+      for (int o = 0; o < io.nOut; o++) reinterpret_cast<Vec16*>(io.out[o])[v] = r;
     }
     done = nv * N;
   }
   for (uint64_t i = done + tid; i < n; i += nthreads) {
     S a{}, b{}, l{}, r;
-    if (io.nIn > 0) a = loadVolatile(io.in[0] + i);
-    if (io.nIn > 1) b = loadVolatile(io.in[1] + i);
+    if (io.nIn > 0) a = loadSlot(io.in[0] + i);
+    if (io.nIn > 1) b = loadSlot(io.in[1] + i);
     if (io.local) l = io.local[i];
     r = raw ? (io.nIn ? a : l) : weft::kernels::storeElem<E>(combine<E, Op>(io, a, b, l));
     for (int o = 0; o < io.nOut; o++) io.out[o][i] = r;
@@ -120,14 +217,19 @@ __device__ void computePiece(const PieceIo<E>& io, uint64_t n, uint64_t tid, uin
   X(weftInt8) X(weftUint8) X(weftInt32) X(weftUint32) X(weftInt64) X(weftUint64) X(weftFloat16)    \
   X(weftFloat32) X(weftFloat64) X(weftBfloat16) X(weftFloat8e4m3) X(weftFloat8e5m2)
 
+#if defined(__CUDACC__)
 inline __host__ __device__ int baseFunctor(int opKind) {
+#else
+inline int baseFunctor(int opKind) {
+#endif
   return (opKind == kOpAvg || opKind == kOpPreMulSum) ? kOpSum : opKind;
 }
 
 // The kernel of a family for (type, op): K<E, Op>::fn is the family's
 // kernel for element E and functor Op. One table serves every family (the
-// plan interpreter, the standalone reduce) so they cannot disagree on which
-// (type, op) pairs exist. Returns nullptr for an unknown pair.
+// plan interpreter, the standalone reduce, the host emulation) so they
+// cannot disagree on which (type, op) pairs exist. Returns nullptr for an
+// unknown pair.
 template <template <class, class> class K>
 auto kernelFor(int type, int opKind) -> decltype(K<weft::kernels::Elem<weftFloat32>,
                                                    weft::kernels::FuncSum<weft::kernels::Elem<weftFloat32>>>::fn) {

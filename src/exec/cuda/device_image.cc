@@ -1,147 +1,53 @@
-// The device image of a plan (compact steps, channels, the FIFO table) and
-// the device views of the FIFOs it names. Mapping a FIFO is set-up
-// (cudaHostRegister, a header read-back): done at init for the ring, or by
-// the first call of a shape outside capture, never inside one.
-#include <cstring>
+#include "src/exec/cuda/device_image.h"
+
 #include <map>
 #include <tuple>
 
-#include "src/exec/cuda/device_state.h"
-#include "src/exec/cuda/runtime.h"
 #include "src/util/error.h"
 
 namespace weft::cuda {
-namespace {
 
-size_t alignUp(size_t n) { return (n + 255) / 256 * 256; }
-
-bool isDevicePointer(const void* p, int* device) {
-  cudaPointerAttributes a{};
-  const bool yes = cudaPointerGetAttributes(&a, p) == cudaSuccess &&
-                   (a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged);
-  (void)cudaGetLastError();
-  if (device) *device = a.device;
-  return yes;
-}
-
-DevStep compactStep(const plan::Step& s) {
-  DevStep d{};
-  d.nRecv = s.nRecv;
-  d.nSend = s.nSend;
-  d.flags = s.flags;
-  d.src = static_cast<uint8_t>(s.src);
-  d.dst = static_cast<uint8_t>(s.dst);
-  d.bind = s.bind;
-  d.in[0] = d.in[1] = d.out[0] = d.out[1] = -1;
-  d.peerIn0 = s.nRecv ? s.recvPeer[0] : -1;
-  d.srcOff = s.srcOff;
-  d.dstOff = s.dstOff;
-  d.count = s.count;
-  if ((s.nRecv || s.nSend) && s.count && s.src == plan::Buf::None && !s.nRecv)
-    raise(weftInternalError, "device executor: step has no input: %s", plan::describe(s).c_str());
-  return d;
-}
-
-}  // namespace
-
-// Slots apart from their header: in this GPU's memory (ib with GPUDirect
-// RDMA: the HCA moves them, only the header is host memory, for the proxy)
-// or host memory of their own, mapped.
-char* DeviceState::slotsView(char* data, size_t bytes) {
-  int slotDevice = -1;
-  if (!isDevicePointer(data, &slotDevice)) {
-    mappings_.emplace_back(data, bytes);
-    return static_cast<char*>(mappings_.back().device(data));
-  }
-  if (slotDevice != device_)
-    raise(weftInvalidUsage,
-          "device executor: a FIFO's slots are on GPU %d but this communicator's device work runs on GPU %d "
-          "(the rank's CUDA device at init must be the device of its buffers)",
-          slotDevice, device_);
-  return data;
-}
-
-// The geometry of a FIFO in GPU memory (p2p) is read back once, on the
-// setup stream: a plain cudaMemcpy would queue on the legacy stream and wait
-// for kernels of peers that wait for this rank.
-DevFifo DeviceState::fifoView(const FifoEnd& e, bool captured) {
-  auto it = fifoViews_.find(e.hdr);
-  if (it != fifoViews_.end()) return it->second;
-  if (captured) refuseInCapture({.fifosMapped = false});
-  FifoHeader h;
-  char* hdrDev;
-  char* dataDev;
-  if (isDevicePointer(e.hdr, nullptr)) {
-    WEFT_CUDA_CHECK(cudaMemcpyAsync(&h, e.hdr, sizeof(h), cudaMemcpyDefault, stream_->setup()));
-    WEFT_CUDA_CHECK(cudaStreamSynchronize(stream_->setup()));
-    hdrDev = reinterpret_cast<char*>(e.hdr);
-    dataDev = e.data;
-  } else {
-    memcpy(static_cast<void*>(&h), e.hdr, sizeof(h));
-    // Host-memory FIFOs may have a host mover (proxy) sleeping on these.
-    ringer_.add(e.consumerBell);
-    ringer_.add(e.producerBell);
-    const size_t slots = size_t(h.nSlots) * h.slotBytes;
-    const char* hdrHost = reinterpret_cast<const char*>(e.hdr);
-    if (e.data == hdrHost + h.dataOffset) {
-      mappings_.emplace_back(hdrHost, h.dataOffset + slots);
-      hdrDev = static_cast<char*>(mappings_.back().device(hdrHost));
-      dataDev = static_cast<char*>(mappings_.back().device(e.data));
-    } else {
-      mappings_.emplace_back(hdrHost, sizeof(FifoHeader));
-      hdrDev = static_cast<char*>(mappings_.back().device(hdrHost));
-      dataDev = slotsView(e.data, slots);
-    }
-  }
-  if (h.magic != kFifoMagic || h.nSlots == 0 || h.nSlots > kFifoMaxSlots)
-    raise(weftInternalError, "device executor: FIFO at %p is not initialised", static_cast<void*>(e.hdr));
-  auto* hd = reinterpret_cast<FifoHeader*>(hdrDev);
-  DevFifo f{};
-  f.posted = reinterpret_cast<uint32_t*>(&hd->posted);
-  f.consumed = reinterpret_cast<uint32_t*>(&hd->consumed);
-  f.failed = reinterpret_cast<uint32_t*>(&hd->failed);
-  f.sizes = hd->sizes;
-  f.data = dataDev;
-  f.slotBytes = h.slotBytes;
-  f.nSlots = h.nSlots;
-  fifoViews_[e.hdr] = f;
-  return f;
-}
-
-DeviceState::HostImage DeviceState::buildImage(const plan::Plan& p, const FifoLookup& fifos, bool captured) {
-  HostImage img;
+DeviceImage buildDeviceImage(const plan::Plan& p, const DevFifoResolver& resolve) {
+  if (p.wire != plan::Wire::Native)
+    raise(weftInvalidUsage, "device executor: plans with a %s wire format run on host buffers only",
+          plan::wireName(p.wire));
+  DeviceImage img;
   std::map<std::tuple<int, int, int>, int32_t> index;  // (direction, peer, conn) -> table slot
   auto lookup = [&](bool send, int peer, int conn) -> int32_t {
     auto key = std::make_tuple(send ? 1 : 0, peer, conn);
     auto it = index.find(key);
     if (it != index.end()) return it->second;
-    FifoEnd e = send ? fifos.send(peer, conn) : fifos.recv(peer, conn);
-    img.fifos.push_back(fifoView(e, captured));
+    img.fifos.push_back(resolve(send, peer, conn));
     return index[key] = static_cast<int32_t>(img.fifos.size() - 1);
   };
   for (const auto& ch : p.channels) {
     img.channels.push_back({static_cast<uint32_t>(img.steps.size()), static_cast<uint32_t>(ch.steps.size())});
     for (const plan::Step& s : ch.steps) {
-      DevStep d = compactStep(s);
+      if (s.kind != plan::StepKind::Fifo)
+        raise(weftInvalidUsage, "device executor: %s steps run on host buffers only: %s",
+              s.kind == plan::StepKind::Direct ? "direct" : "barrier", plan::describe(s).c_str());
+      if ((s.nRecv || s.nSend) && s.count && s.src == plan::Buf::None && !s.nRecv)
+        raise(weftInternalError, "device executor: step has no input: %s", plan::describe(s).c_str());
+      DevStep d{};
+      d.nRecv = s.nRecv;
+      d.nSend = s.nSend;
+      d.flags = s.flags;
+      d.src = static_cast<uint8_t>(s.src);
+      d.dst = static_cast<uint8_t>(s.dst);
+      d.bind = s.bind;
+      d.in[0] = d.in[1] = d.out[0] = d.out[1] = -1;
       for (int i = 0; i < s.nRecv; i++) d.in[i] = lookup(false, s.recvPeer[i], s.conn);
       for (int i = 0; i < s.nSend; i++) d.out[i] = lookup(true, s.sendPeer[i], s.conn);
+      d.peerIn0 = s.nRecv ? s.recvPeer[0] : -1;
+      d.srcOff = s.srcOff;
+      d.dstOff = s.dstOff;
+      d.count = s.count;
       img.steps.push_back(d);
     }
   }
   if (img.fifos.empty()) img.fifos.push_back(DevFifo{});  // keep every table non-empty
   if (img.steps.empty()) img.steps.push_back(DevStep{});
-  img.stepsAt = alignUp(img.channels.size() * sizeof(DevChannel));
-  img.fifosAt = img.stepsAt + alignUp(img.steps.size() * sizeof(DevStep));
-  img.bytes.assign(img.fifosAt + img.fifos.size() * sizeof(DevFifo), 0);
-  memcpy(img.bytes.data(), img.channels.data(), img.channels.size() * sizeof(DevChannel));
-  memcpy(img.bytes.data() + img.stepsAt, img.steps.data(), img.steps.size() * sizeof(DevStep));
-  memcpy(img.bytes.data() + img.fifosAt, img.fifos.data(), img.fifos.size() * sizeof(DevFifo));
   return img;
-}
-
-void DeviceState::prepare(const plan::Plan& p, const FifoLookup& fifos) {
-  DeviceGuard guard(device_);
-  (void)buildImage(p, fifos, false);
 }
 
 }  // namespace weft::cuda

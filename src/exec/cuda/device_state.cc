@@ -5,6 +5,7 @@
 #include "src/exec/cuda/device_plan.h"
 #include "src/exec/cuda/runtime.h"
 #include "src/util/error.h"
+#include "src/util/settings.h"
 #include "src/util/log.h"
 
 namespace weft::cuda {
@@ -33,7 +34,8 @@ bool isLegacyStream(cudaStream_t s) { return s == nullptr || s == cudaStreamLega
 }  // namespace
 
 DeviceState::DeviceState(int device, const std::atomic<bool>* abortFlag, int rank, int ranksOnGpu)
-    : device_(device), rank_(rank), ranksOnGpu_(ranksOnGpu) {
+    : device_(device), rank_(rank), ranksOnGpu_(ranksOnGpu),
+      exactArith_(settings::get(settings::kDeviceExactArith)) {
   DeviceGuard guard(device);
   void* p = nullptr;
   WEFT_CUDA_CHECK(cudaHostAlloc(&p, sizeof(DevStatus), cudaHostAllocMapped | cudaHostAllocPortable));
@@ -205,6 +207,7 @@ void DeviceState::fillLaunch(DevLaunch& L, const Uploaded& u, const plan::Plan& 
   L.type = op.type;
   L.opKind = static_cast<int32_t>(op.kind);
   memcpy(L.scalar, op.scalar, sizeof(L.scalar));
+  L.arith = exactArith_ ? kArithExact : kArithNative;
   L.nBindings = static_cast<int32_t>(b.size());
   for (size_t i = 0; i < b.size(); i++) L.bindings[i] = {b[i].send, b[i].recv};
 }

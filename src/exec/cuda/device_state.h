@@ -95,6 +95,7 @@ class DeviceState {
   int device_;
   int rank_;
   int ranksOnGpu_;
+  bool exactArith_ = false;  // WEFT_DEVICE_EXACT_ARITH: 16-bit floats round as on the host
   std::unique_ptr<CommStream> stream_;
   DevStatus* statusHost_ = nullptr;
   DevStatus* statusDev_ = nullptr;

@@ -35,6 +35,7 @@ __global__ void reduceKernel(const __grid_constant__ ReduceArgs r) {
     memcpy(&s, r.scalar, sizeof(S));
     io.scale = weft::kernels::loadElem<E>(s);
   }
+  io.native = false;
   io.nranks = r.nranks;
   computePiece<E, Op>(io, r.count, uint64_t(blockIdx.x) * blockDim.x + threadIdx.x, uint64_t(gridDim.x) * blockDim.x);
 }
