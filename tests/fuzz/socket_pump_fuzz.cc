@@ -55,8 +55,10 @@ struct Consumer {
 };
 
 // The real sender's cut of one slot: header and part on every socket with
-// a part, socket 0 alone for an empty slot.
-void sendSlot(std::vector<fuzz::AuthedConn>& socks, uint32_t seq, const std::vector<uint8_t>& slot) {
+// a part, socket 0 alone for an empty slot; a short part on socket 0 travels
+// padded to kHeadPayload bytes (wireBytes), as the sender pads it.
+void sendSlot(std::vector<fuzz::AuthedConn>& socks, uint32_t seq, const std::vector<uint8_t>& slot,
+              uint64_t slotBytes) {
   const uint32_t n = static_cast<uint32_t>(socks.size());
   for (uint32_t i = 0; i < n; ++i) {
     uint64_t off = 0, len = 0;
@@ -65,6 +67,8 @@ void sendSlot(std::vector<fuzz::AuthedConn>& socks, uint32_t seq, const std::vec
     SlotHeader h{slot.size(), seq, 0};
     fuzz::sendRaw(socks[i].sock.fd(), &h, sizeof(h));
     fuzz::sendRaw(socks[i].sock.fd(), slot.data() + off, len);
+    const std::vector<uint8_t> padding(wireBytes(i, len, slotBytes) - len, 0);
+    if (!padding.empty()) fuzz::sendRaw(socks[i].sock.fd(), padding.data(), padding.size());
   }
 }
 
@@ -131,7 +135,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     switch (kind % 8) {
       case 0: case 1: case 2: case 3: {
         std::vector<uint8_t> slot = in.bytes(in.take<uint16_t>() % (s.geometry.slotBytes + 1));
-        sendSlot(socks, seq++, slot);
+        sendSlot(socks, seq++, slot, s.geometry.slotBytes);
         sent.push_back(std::move(slot));
         break;
       }
