@@ -11,6 +11,7 @@
 #include "src/compress/device_kernels.h"
 #include "src/compress/sign.h"
 #include "src/core/comm.h"
+#include "src/exec/cuda/device_route.h"
 #include "src/exec/cuda/runtime.h"
 #include "src/kernels/reduce.h"
 #endif
@@ -87,14 +88,6 @@ Layout layoutFor(const weftCompressor* c) {
   return l;
 }
 
-int deviceOf(const void* p) {
-  cudaPointerAttributes a{};
-  WEFT_CUDA_CHECK(cudaPointerGetAttributes(&a, p));
-  int dev = a.device;
-  if (a.type == cudaMemoryTypeManaged || dev < 0) WEFT_CUDA_CHECK(cudaGetDevice(&dev));
-  return dev;
-}
-
 // The first device call: the arena on the buffers' GPU, the residual
 // (zero, or what the caller restored into the host copy) moved into it.
 void allocate(weftCompressor* c, DeviceCompressor& d, int dev) {
@@ -132,7 +125,7 @@ void allocate(weftCompressor* c, DeviceCompressor& d, int dev) {
 }
 
 DeviceCompressor& deviceSide(weftCompressor* c, const void* send, const void* recv) {
-  const int dev = deviceOf(send ? send : recv);
+  const int dev = cuda::callDevice(send ? send : recv);
   if (!c->device) {
     auto d = std::make_shared<DeviceCompressor>();
     allocate(c, *d, dev);

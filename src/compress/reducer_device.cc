@@ -21,28 +21,12 @@ namespace weft::compress {
 
 #if WEFT_HAVE_CUDA
 
-namespace {
-
-// The GPU a pointer is on, or -1 for host memory (plain, pinned or
-// unknown to CUDA). Managed memory counts as the device's.
-int deviceOf(const void* p) {
-  if (!p || !cuda::gpuAvailable()) return -1;
-  cudaPointerAttributes a{};
-  if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
-    (void)cudaGetLastError();  // a plain host pointer on older runtimes
-    return -1;
-  }
-  return a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged ? a.device : -1;
-}
-
-}  // namespace
-
 int buffersDevice(const std::vector<void*>& buffers, const std::vector<size_t>& counts) {
   int first = -2;
   size_t firstIndex = 0;
   for (size_t i = 0; i < buffers.size(); i++) {
     if (counts[i] == 0) continue;
-    const int d = deviceOf(buffers[i]);
+    const int d = cuda::deviceOf(buffers[i]);
     if (first == -2) {
       first = d;
       firstIndex = i;

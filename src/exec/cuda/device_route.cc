@@ -47,6 +47,18 @@ int ranksOnGpu(const weftComm* comm, int device) {
   return n > 0 ? n : 1;
 }
 
+}  // namespace
+
+int callDevice(const void* p) {
+  cudaPointerAttributes a{};
+  WEFT_CUDA_CHECK(cudaPointerGetAttributes(&a, p));
+  int dev = a.device;
+  if (a.type == cudaMemoryTypeManaged || dev < 0) WEFT_CUDA_CHECK(cudaGetDevice(&dev));
+  return dev;
+}
+
+namespace {
+
 DeviceState* existingState(weftComm* comm) { return static_cast<DeviceState*>(comm->deviceState.get()); }
 
 DeviceState& makeState(weftComm* comm, int dev) {
@@ -62,11 +74,7 @@ DeviceState& stateOf(weftComm* comm, const void* anyDevicePtr, bool captured) {
     WEFT_WARN("rank %d: %s", comm->rank, why.c_str());
     raise(weftInvalidUsage, "%s", why.c_str());
   }
-  cudaPointerAttributes a{};
-  WEFT_CUDA_CHECK(cudaPointerGetAttributes(&a, anyDevicePtr));
-  int dev = a.device;
-  if (a.type == cudaMemoryTypeManaged || dev < 0) WEFT_CUDA_CHECK(cudaGetDevice(&dev));
-  return makeState(comm, dev);
+  return makeState(comm, callDevice(anyDevicePtr));
 }
 
 const void* firstPointer(std::span<const BufferBinding> b) {

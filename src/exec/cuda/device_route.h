@@ -30,6 +30,10 @@ void runDevicePlan(weftComm* comm, const plan::Plan& p, const std::shared_ptr<co
 
 // The CUDA device this thread uses, or -1 without CUDA or a GPU.
 int currentDevice();
+
+// The GPU a device call on buffer p runs on: the buffer's own, or the
+// current device for managed memory (CUDA builds only).
+int callDevice(const void* p);
 // Makes `device` this thread's CUDA device (weftCommInitAll's devlist).
 // Without a GPU (or CUDA) the number only labels the rank
 // (weftCommCuDevice) and nothing changes.

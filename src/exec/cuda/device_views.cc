@@ -17,23 +17,14 @@ namespace {
 
 size_t alignUp(size_t n) { return (n + 255) / 256 * 256; }
 
-bool isDevicePointer(const void* p, int* device) {
-  cudaPointerAttributes a{};
-  const bool yes = cudaPointerGetAttributes(&a, p) == cudaSuccess &&
-                   (a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged);
-  (void)cudaGetLastError();
-  if (device) *device = a.device;
-  return yes;
-}
-
 }  // namespace
 
 // Slots apart from their header: in this GPU's memory (ib with GPUDirect
 // RDMA: the HCA moves them, only the header is host memory, for the proxy)
 // or host memory of their own, mapped.
 char* DeviceState::slotsView(char* data, size_t bytes) {
-  int slotDevice = -1;
-  if (!isDevicePointer(data, &slotDevice)) {
+  const int slotDevice = deviceOf(data);
+  if (slotDevice < 0) {
     mappings_.emplace_back(data, bytes);
     return static_cast<char*>(mappings_.back().device(data));
   }
@@ -55,7 +46,7 @@ DevFifo DeviceState::fifoView(const FifoEnd& e, bool captured) {
   FifoHeader h;
   char* hdrDev;
   char* dataDev;
-  if (isDevicePointer(e.hdr, nullptr)) {
+  if (deviceOf(e.hdr) >= 0) {
     WEFT_CUDA_CHECK(cudaMemcpyAsync(&h, e.hdr, sizeof(h), cudaMemcpyDefault, stream_->setup()));
     WEFT_CUDA_CHECK(cudaStreamSynchronize(stream_->setup()));
     hdrDev = reinterpret_cast<char*>(e.hdr);

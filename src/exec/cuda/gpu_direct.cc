@@ -97,14 +97,6 @@ const DriverApi& api() {
   return *d;
 }
 
-int deviceOf(const void* p) {
-  cudaPointerAttributes a{};
-  WEFT_CUDA_CHECK(cudaPointerGetAttributes(&a, p));
-  if (a.type != cudaMemoryTypeDevice)
-    raise(weftInternalError, "GPU Direct RDMA: %p is not device memory", p);
-  return a.device;
-}
-
 }  // namespace
 
 GpuDirectSupport gpuDirectSupport(int device) {
@@ -177,7 +169,9 @@ int exportDmaBuf(const void* p, size_t bytes) {
   if (reinterpret_cast<uintptr_t>(p) % kHostPage || bytes % kHostPage)
     raise(weftInternalError, "GPU Direct RDMA: dma-buf export of %zu bytes at %p is not page aligned", bytes, p);
   const DriverApi& d = api();
-  DeviceGuard guard(deviceOf(p));
+  const int gpu = deviceOf(p);
+  if (gpu < 0) raise(weftInternalError, "GPU Direct RDMA: %p is not device memory", p);
+  DeviceGuard guard(gpu);
   int fd = -1;
   CUresult r = d.memGetHandleForAddressRange(&fd, reinterpret_cast<CUdeviceptr>(p), bytes,
                                              CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0);

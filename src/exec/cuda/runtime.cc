@@ -37,6 +37,16 @@ const char* bufferKindName(BufferKind k) {
   return "?";
 }
 
+int deviceOf(const void* p) {
+  if (!p || !gpuAvailable()) return -1;
+  cudaPointerAttributes a{};
+  if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return -1;
+  }
+  return a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged ? a.device : -1;
+}
+
 BufferKind classify(const void* p) {
   if (!p || !gpuAvailable()) return BufferKind::Unregistered;
   cudaPointerAttributes a{};

@@ -59,6 +59,10 @@ const char* bufferKindName(BufferKind k);
 // Never throws; without a GPU or driver every pointer is Unregistered.
 BufferKind classify(const void* p);
 
+// The GPU whose memory p points into (device or managed memory), or -1 for
+// host memory and pointers CUDA does not know. Never throws.
+int deviceOf(const void* p);
+
 // Whether the executor must run a call with these buffers on the device.
 inline bool runsOnDevice(BufferKind k) { return k == BufferKind::Device || k == BufferKind::Managed; }
 
