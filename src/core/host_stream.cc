@@ -91,22 +91,41 @@ std::set<void*>& registry() {
   static std::set<void*> r;
   return r;
 }
+// Changes with every register and unregister (under registryMutex), so a
+// thread's last answer stays valid while it is unchanged.
+std::atomic<uint64_t> registryVersion{1};
+
+struct LastFound {
+  weftStream_t stream = nullptr;
+  uint64_t version = 0;
+};
+thread_local LastFound lastFound;
 }  // namespace
 
+// Every call on a host stream looks it up (validation, then submit): the
+// thread's last hit answers without the lock while no stream was created
+// or destroyed since.
 HostStream* findHostStream(weftStream_t s) {
+  if (s && s == lastFound.stream && lastFound.version == registryVersion.load(std::memory_order_acquire))
+    return static_cast<HostStream*>(s);
   std::lock_guard<std::mutex> lock(registryMutex);
-  return registry().count(s) ? static_cast<HostStream*>(s) : nullptr;
+  if (!registry().count(s)) return nullptr;
+  lastFound = {s, registryVersion.load(std::memory_order_relaxed)};
+  return static_cast<HostStream*>(s);
 }
 
 weftStream_t registerHostStream(HostStream* s) {
   std::lock_guard<std::mutex> lock(registryMutex);
   registry().insert(s);
+  registryVersion.fetch_add(1, std::memory_order_release);
   return s;
 }
 
 bool unregisterHostStream(weftStream_t s) {
   std::lock_guard<std::mutex> lock(registryMutex);
-  return registry().erase(s) > 0;
+  const bool erased = registry().erase(s) > 0;
+  registryVersion.fetch_add(1, std::memory_order_release);
+  return erased;
 }
 
 }  // namespace weft
