@@ -12,7 +12,7 @@ namespace weft {
 ProxyService::ProxyService(std::string name, int64_t sleepSliceNs) : name_(std::move(name)) {
   // A thread beside the ranks: a core per rank leaves none for it, so it
   // never spins alone.
-  knobs_ = waitKnobs(/*ownCore=*/false);
+  knobs_ = waitKnobs();
   knobs_.sleepSliceNs = sleepSliceNs;
   thread_ = std::thread([this] { run(); });
   pthread_setname_np(thread_.native_handle(), name_.substr(0, 15).c_str());

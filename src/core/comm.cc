@@ -27,6 +27,7 @@
 #include "src/topology/detect.h"
 #include "src/topology/topo_file.h"
 #include "src/util/settings.h"
+#include "src/util/doorbell.h"
 #include "src/util/error.h"
 #include "src/util/log.h"
 
@@ -422,6 +423,13 @@ int placeOnHosts(weftComm* comm) {
   int local = 0;
   for (const PeerInfo& p : comm->peers) local += p.hostHash == self.hostHash;
   comm->oversubscribed = local > ncpu;
+  const std::string spin = comm->config.get(settings::kSpin).value_or("auto");
+  std::optional<SpinMode> mode = parseSpinMode(spin);
+  if (!mode) {
+    WEFT_WARN("WEFT_SPIN=%s is not auto, 1 (busy) or 0 (yield): using auto", spin.c_str());
+    mode = SpinMode::Auto;
+  }
+  comm->busyPoll = busyPolls(*mode, local, ncpu);
   return static_cast<int>(hosts.size());
 }
 

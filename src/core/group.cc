@@ -137,7 +137,7 @@ weftResult_t submit(const OpDesc& op, weftStream_t stream) {
       const weftResult_t r = runGuarded(op.comm, one);
       inflightAdd(op.comm, -1);
       return r;
-    });
+    }, op.comm->busyPoll);
     return weftSuccess;
   }
   return dispatch({op}, stream);

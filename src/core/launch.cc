@@ -38,7 +38,7 @@ HostExecContext execContext(weftComm_t comm) {
   ctx.abortFlag = &comm->aborting;
   ctx.asyncError = [comm] { return comm->getAsyncError(); };
   ctx.timeoutMs = comm->timeoutMs;
-  ctx.oversubscribed = comm->oversubscribed;
+  ctx.busyPoll = comm->busyPoll;
   ctx.rank = comm->rank;
   if (comm->trace) {
     ctx.trace = comm->trace->buffer();

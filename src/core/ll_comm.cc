@@ -68,7 +68,7 @@ ll::WaitSetup waitSetup(weftComm* comm) {
   w.aborting = &comm->aborting;
   w.asyncError = &comm->asyncError;
   w.timeoutMs = comm->timeoutMs;
-  w.oversubscribed = comm->oversubscribed;
+  w.busyPoll = comm->busyPoll;
   w.state = &comm->callState;
   return w;
 }

@@ -204,7 +204,7 @@ inline constexpr int64_t kProxySleepSliceNs = 10 * 1000 * 1000;
 // itself, the proxy has nothing to spin for and sleeps at once.
 template <class Pred>
 inline bool SocketConnection::waitUntil(Pred pred) {
-  WaitKnobs k = waitKnobs(/*ownCore=*/false);
+  WaitKnobs k = waitKnobs();
   k.sleepSliceNs = kProxySleepSliceNs;
   if (executorActive()) k.spins = 0, k.yieldNs = 0;
   return waitFor(&bell_, k, /*timeoutNs=*/0, pred, [this] { return halted(); }) == WaitResult::Ready;

@@ -198,7 +198,7 @@ void SocketConnection::recvLoop() {
   // While a reply is likely soon, look again after yielding the core rather
   // than sleeping in poll(): the peer's data then costs no wake-up. No spin
   // phase: a socket read is a system call, not a look at shared memory.
-  WaitKnobs knobs = waitKnobs(/*ownCore=*/false);
+  WaitKnobs knobs = waitKnobs();
   knobs.spins = 0;
   Backoff backoff(knobs);
   while (!halted()) {

@@ -60,14 +60,14 @@ class Runner {
     }
   }
 
-  // Waiting is spin, then yield (or keep spinning when every rank of the
-  // host has a core of its own), then sleep (Backoff, src/util/doorbell.h).
+  // Waiting is busy-poll (a rank with a core of its own) or a few spins,
+  // then yield, then sleep (Backoff, rankWaitKnobs, src/util/doorbell.h).
   // Ranks often outnumber cores: a yielding waiter hands its core straight
   // to the rank it waits for (no futex wake-up latency), and one that has
   // waited long sleeps on the doorbell so it costs nothing. The sleep comes
   // in bounded slices so abort and timeouts are noticed even if nobody rings.
   void run() {
-    Backoff backoff(waitKnobs(/*ownCore=*/!ctx_.oversubscribed));
+    Backoff backoff(rankWaitKnobs(ctx_.busyPoll));
     const int64_t timeoutNs = ctx_.timeoutMs * 1000000;
     for (;;) {
       uint32_t seen = ctx_.bell->seq.load(std::memory_order_acquire);
