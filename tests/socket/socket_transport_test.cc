@@ -287,6 +287,21 @@ TEST_F(SocketTransportTest, InlineOffLeavesEverythingToTheProxies) {
   EXPECT_EQ(ranks_[0].errorCount() + ranks_[1].errorCount(), 0u);
 }
 
+// More ranks than cores: the executor sends a small slot as it posts it (no
+// proxy wake-up for it) but never polls the sockets, and the receiving
+// proxy, which sleeps in poll() without yielding first, delivers every
+// size intact.
+TEST_F(SocketTransportTest, OversubscribedSendsOnPostOnly) {
+  join({128 * 1024, 4});
+  for (Rank& r : ranks_) r.ctx.oversubscribed = true;
+  connect();
+  EXPECT_NE(sendConn_->fifo().progress, nullptr);
+  EXPECT_EQ(recvConn_->fifo().progress, nullptr);
+  EXPECT_FALSE(sendConn_->fifo().progress->tryProgress(8));  // no polling from a waiting executor
+  stream(ranks_, *sendConn_, *recvConn_, 4 << 20, true);
+  EXPECT_EQ(ranks_[0].errorCount() + ranks_[1].errorCount(), 0u);
+}
+
 TEST_F(SocketTransportTest, Throughput64MB) {
   join({512 * 1024, 8});
   connect();

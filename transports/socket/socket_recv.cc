@@ -198,8 +198,13 @@ void SocketConnection::recvLoop() {
   // While a reply is likely soon, look again after yielding the core rather
   // than sleeping in poll(): the peer's data then costs no wake-up. No spin
   // phase: a socket read is a system call, not a look at shared memory.
+  // Where ranks outnumber cores, no yielding either: every rank's proxies
+  // yielding in turn keep the cores busy with failed reads while the ranks
+  // that would send are queued behind them; poll() costs nothing until the
+  // data is there, and the kernel wakes this thread on arrival.
   WaitKnobs knobs = waitKnobs(/*ownCore=*/false);
   knobs.spins = 0;
+  if (p_.oversubscribed) knobs.yieldNs = 0;
   Backoff backoff(knobs);
   while (!halted()) {
     bool moved = false, failed = false, slotWait = false;
