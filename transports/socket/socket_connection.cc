@@ -51,13 +51,11 @@ SocketConnection::SocketConnection(Params params, std::vector<Socket> sockets, S
   // WEFT_SOCKET_INLINE: 0 off, 1 the default size, else the largest piece.
   const int64_t inl = settings::get(settings::kSocketInline);
   if (inl < 0) raise(weftInvalidArgument, "WEFT_SOCKET_INLINE=%ld must be 0, 1 or a size in bytes", long(inl));
-  // Where ranks outnumber cores the executor does not poll the sockets
-  // (its polls would be system calls competing with the proxies for the
-  // cores), but it still writes a small slot it posts straight to the
-  // socket: one non-blocking sendmsg instead of waking the proxy for it.
-  inlineMaxBytes_ = inl == 1 ? (p_.oversubscribed ? 0 : kDefaultInlineMaxBytes) : static_cast<uint64_t>(inl);
-  postInlineMaxBytes_ = inl == 1 ? kDefaultInlineMaxBytes : inlineMaxBytes_;
-  if (inlineMaxBytes_ != 0 || (p_.side == Side::Send && postInlineMaxBytes_ != 0)) end.progress = this;
+  // Where ranks outnumber cores too: the executor then polls only after
+  // each yield (host_executor.cc), which is how a rank with no proxy
+  // thread to wake hears from its peer soonest.
+  inlineMaxBytes_ = inl == 1 ? kDefaultInlineMaxBytes : static_cast<uint64_t>(inl);
+  if (inlineMaxBytes_ != 0) end.progress = this;
   executorEnd_ = end;
   inlineFds_.reserve(p_.nSockets);
   if (p_.side == Side::Send) {
@@ -105,7 +103,7 @@ void SocketConnection::posted() {
   // kernel did not take (or when it holds the sockets itself).
   const FifoHeader* hdr = proxyEnd_.hdr;
   const uint32_t last = hdr->posted.load(std::memory_order_relaxed) - 1;
-  if (p_.side == Side::Send && hdr->sizes[last % hdr->nSlots] <= postInlineMaxBytes_ &&
+  if (p_.side == Side::Send && hdr->sizes[last % hdr->nSlots] <= inlineMaxBytes_ &&
       ready_.load(std::memory_order_acquire) && !halted()) {
     std::unique_lock<std::mutex> lock(pumpMu_, std::try_to_lock);
     if (lock.owns_lock()) {

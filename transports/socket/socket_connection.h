@@ -62,7 +62,7 @@ class SocketConnection final : public Connection, private FifoProgress {
     FifoGeometry geometry;
     Doorbell* localBell;
     const std::atomic<bool>* abortFlag;
-    bool oversubscribed = false;  // the executor does not poll the sockets then (it still sends as it posts)
+    bool oversubscribed = false;  // ranks outnumber cores: the receiving proxy sleeps without yielding
     std::function<void(weftResult_t, const std::string&)> onAsyncError;
     uint32_t nSockets;
     // Receiving side: where the sockets arrive and how to recognise them.
@@ -172,8 +172,7 @@ class SocketConnection final : public Connection, private FifoProgress {
   std::atomic<bool> failed_{false};
   std::atomic<bool> ready_{false};        // sockets connected: the executor may pump
   std::atomic<int64_t> inlineAtNs_{0};    // when the executor last pumped
-  uint64_t inlineMaxBytes_ = 0;           // largest piece the executor moves while it waits (0: none)
-  uint64_t postInlineMaxBytes_ = 0;       // largest slot it sends as it posts it (send side)
+  uint64_t inlineMaxBytes_ = 0;           // largest piece the executor moves (0: none)
 
   // The cursors below belong to whoever holds pumpMu_: the proxy thread, or
   // the executor inside tryProgress() / posted().
