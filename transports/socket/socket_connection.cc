@@ -93,7 +93,7 @@ bool SocketConnection::tryProgress(uint64_t pieceBytes) {
     // it is a failed system call per socket per poll.
     uint64_t off = 0, len = 0;
     slotPart(pieceBytes, p_.nSockets, 1, &off, &len);
-    moved = recvPass(&failed, &inlineFds_, &open, &slotWait, len == 0 ? 1 : p_.nSockets);
+    moved = recvPass(&failed, &inlineFds_, &open, &slotWait, len == 0 ? 1 : p_.nSockets, /*onePart=*/true);
   }
   return moved;
 }
