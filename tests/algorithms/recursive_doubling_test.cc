@@ -62,6 +62,15 @@ TEST(RecursiveDoubling, CostModelPicksItForSmallCallsOnly) {
     in.bytes = 64ull << 20;
     EXPECT_NE(algo::selectAlgo(Coll::AllReduce, in, noOneShot), *id) << n;
   }
+  // Where measured over loopback TCP (4 processes): doubling up to 32 KB,
+  // the ring from 64 KB.
+  algo::CostInputs four;
+  four.nranks = 4;
+  four.intra = {3.0, 8.0};  // WEFT_TUNE_SHM_LAT_NS, WEFT_TUNE_SHM_BW_MBS defaults
+  four.bytes = 16 << 10;
+  EXPECT_EQ(algo::selectAlgo(Coll::AllReduce, four, noOneShot), *id);
+  four.bytes = 128 << 10;
+  EXPECT_EQ(algo::selectAlgo(Coll::AllReduce, four, noOneShot), algo::kRing);
   EXPECT_FALSE(algo::algoSupports(*id, Coll::AllGather));
 }
 
