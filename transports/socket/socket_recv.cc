@@ -83,7 +83,7 @@ ssize_t SocketConnection::readHeader(uint32_t i, std::string* why) {
   }
 }
 
-bool SocketConnection::pumpRecv(uint32_t i, bool* failed) {
+bool SocketConnection::pumpRecv(uint32_t i, bool* failed, bool onePart) {
   FifoHeader* hdr = proxyEnd_.hdr;
   RecvCursor& c = recvCursors_[i];
   const int fd = sockets_[i].fd();
@@ -152,12 +152,13 @@ bool SocketConnection::pumpRecv(uint32_t i, bool* failed) {
       return fail("sockets disagree on the size of slot " + std::to_string(seq));
     c.inPart = false;
     moved = true;
+    if (onePart) return moved;
   }
   return moved;
 }
 
 bool SocketConnection::recvPass(bool* failed, std::vector<int>* readFds, uint32_t* open, bool* slotWait,
-                                uint32_t nRead) {
+                                uint32_t nRead, bool onePart) {
   FifoHeader* hdr = proxyEnd_.hdr;
   bool moved = false;
   *open = 0;
@@ -170,7 +171,7 @@ bool SocketConnection::recvPass(bool* failed, std::vector<int>* readFds, uint32_
       ++*open;
       continue;
     }
-    moved |= pumpRecv(i, failed);
+    moved |= pumpRecv(i, failed, onePart);
     if (*failed) return moved;
     if (c.closed) continue;
     ++*open;
@@ -198,8 +199,13 @@ void SocketConnection::recvLoop() {
   // While a reply is likely soon, look again after yielding the core rather
   // than sleeping in poll(): the peer's data then costs no wake-up. No spin
   // phase: a socket read is a system call, not a look at shared memory.
+  // Where ranks outnumber cores, no yielding either: every rank's proxies
+  // yielding in turn keep the cores busy with failed reads while the ranks
+  // that would send are queued behind them; poll() costs nothing until the
+  // data is there, and the kernel wakes this thread on arrival.
   WaitKnobs knobs = waitKnobs();
   knobs.spins = 0;
+  if (p_.oversubscribed) knobs.yieldNs = 0;
   Backoff backoff(knobs);
   while (!halted()) {
     bool moved = false, failed = false, slotWait = false;
