@@ -60,12 +60,37 @@ std::string ignoredCollectives(const AlgoFilter& f) {
   return out;
 }
 
+namespace {
+
+// What the selector ranks an algorithm by: a measured curve (weft-tune,
+// weft-sim --write-tune) where one matches the communicator; otherwise the
+// pipelined time of the shape that the call would run with (shapeCall), so
+// that the ranking counts what the shape pays (a tree's pipeline fill, a
+// ring's steps) and cannot pick an algorithm whose best shape is slower
+// than another's. The one-shot algorithm is not a pipeline (every rank
+// reads every contribution at once): its own estimate ranks it.
+double rankingUs(plan::Coll c, AlgoId a, const CostInputs& in, const CallShape& shape) {
+  if (!algoApplies(a, c, in)) return std::numeric_limits<double>::infinity();
+  if (in.nranks <= 1 || isOneShot(a) || usesMeasuredCurve(c, a, in)) return estimateUs(c, a, in);
+  return shape.us;
+}
+
+double protoRankingUs(plan::Coll c, AlgoId a, ProtoId p, const CostInputs& in, const CallShape& shape) {
+  if (in.nranks <= 1 || isOneShot(a) || usesMeasuredCurve(c, a, in)) return protoEstimateUs(c, a, p, in);
+  const double us = rankingUs(c, a, in, shape);
+  const ProtoInfo& info = protoInfo(p);
+  return info.adjustUs ? info.adjustUs(c, a, in, us) : us;
+}
+
+}  // namespace
+
 AlgoId selectAlgo(plan::Coll c, const CostInputs& in, const AlgoFilter& f) {
   double best = std::numeric_limits<double>::infinity();
   int pick = -1;
+  const plan::FifoGeometry g;  // the communicator's defaults
   for (int a = 0; a < algoCount(); a++) {
     if (!f.allows(c, AlgoId(a)) || !algoSupports(AlgoId(a), c)) continue;
-    double t = estimateUs(c, AlgoId(a), in);
+    double t = rankingUs(c, AlgoId(a), in, shapeCall(c, AlgoId(a), in, g));
     if (t < best) best = t, pick = a;
   }
   if (pick < 0) raise(weftInvalidUsage, "WEFT_ALGO allows no algorithm that implements %s", plan::collName(c));
@@ -84,19 +109,19 @@ CallChoice selectCall(plan::Coll c, const CostInputs& in, const AlgoFilter& f, c
     const AlgoId id = AlgoId(a);
     if (!f.allows(c, id) || !algoSupports(id, c)) continue;
     anyAlgo = true;
+    const CallShape shape = shapeCall(c, id, in, g);
     for (int p = 0; p < protoCount(); p++) {
       const ProtoId proto = ProtoId(p);
       if (!protos.allows(c, proto) || !protoSupports(proto, c, id)) continue;
-      const double t = protoEstimateUs(c, id, proto, in);
+      const double t = protoRankingUs(c, id, proto, in, shape);
       // Not on this layout (the one-shot plan on FIFOs past 2 ranks), even
       // where WEFT_ALGO forces the algorithm.
       if (protoInfo(proto).carries && !protoInfo(proto).carries(c, id, in)) continue;
-      if (!found || t < best) best = t, choice.algo = id, choice.proto = proto, found = true;
+      if (!found || t < best) best = t, choice = {id, proto, shape}, found = true;
     }
   }
   if (!anyAlgo) raise(weftInvalidUsage, "WEFT_ALGO allows no algorithm that implements %s", plan::collName(c));
   if (!found) raise(weftInvalidUsage, "WEFT_PROTO allows no protocol that runs %s", plan::collName(c));
-  choice.shape = shapeCall(c, choice.algo, in, g);
   return choice;
 }
 

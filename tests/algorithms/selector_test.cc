@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <optional>
 
@@ -125,6 +126,75 @@ TEST(Selector, SkipsAlgorithmsThatDoNotApplyToTheLayout) {
   }
   EXPECT_TRUE(picked);
   EXPECT_FALSE(algo::algoSupports(*hierTree, plan::Coll::AllGather));
+}
+
+// The 64 x 8 A100 cluster over RoCE as weft-sim summarises it
+// (tools/weft-sim/clusters/a100-64x8-roce.json): NVLink inside a host, one
+// 40 Gb/s NIC per GPU, 4.5 us across the network.
+algo::CostInputs roce64x8(uint64_t bytes) {
+  algo::CostInputs in;
+  in.nranks = 512;
+  in.nHosts = 64;
+  in.nicsPerHost = 8;
+  in.bytes = bytes;
+  in.intra = {0.6, 240};
+  in.inter = {4.5, 5};
+  return in;
+}
+
+// The selector ranks by the time of the shape the call would run with:
+// hiertree's rail trees are 12 network hops deep, and with the slices its
+// shape can use they take longer to fill than hier's rail rings take at
+// 8 MB (simulated 1190 us against 728), though the model without the
+// pipeline (its depth paid once) put hiertree first.
+TEST(Selector, RanksByTheShapedCallNotTheUnpipelinedModel) {
+  const std::optional<algo::AlgoId> hierTree = algo::findAlgo("hiertree");
+  ASSERT_TRUE(hierTree.has_value());
+  const algo::CostInputs in = roce64x8(8 << 20);
+  const plan::FifoGeometry g;
+  EXPECT_LT(algo::estimateUs(Coll::AllReduce, *hierTree, in), algo::estimateUs(Coll::AllReduce, algo::kHier, in));
+  const algo::CallChoice c = algo::selectCall(Coll::AllReduce, in, algo::AlgoFilter{}, g);
+  EXPECT_EQ(c.algo, algo::kHier);
+  EXPECT_EQ(algo::selectAlgo(Coll::AllReduce, in, algo::AlgoFilter{}), algo::kHier);
+  // Small calls stay on the trees' logarithmic latency.
+  EXPECT_EQ(algo::selectCall(Coll::AllReduce, roce64x8(8), algo::AlgoFilter{}, g).algo, *hierTree);
+}
+
+// Whatever the layout and size, the chosen algorithm's shape is the
+// fastest shape of any applicable algorithm (the one-shot algorithm and
+// measured curves aside: they are ranked by their own estimates).
+TEST(Selector, ChoiceHasTheLeastPipelinedTime) {
+  const plan::FifoGeometry g;
+  const algo::AlgoFilter noOneShot = algo::parseAlgoFilter("^oneshot");
+  for (auto [n, hosts] : {std::pair{512, 64}, std::pair{16, 4}, std::pair{8, 1}, std::pair{64, 64}, std::pair{12, 2}})
+    for (uint64_t bytes = 8; bytes <= (uint64_t(1) << 30); bytes *= 8)
+      for (Coll c : {Coll::AllReduce, Coll::ReduceScatter, Coll::AllGather, Coll::Broadcast}) {
+        algo::CostInputs in = roce64x8(bytes);
+        in.nranks = n, in.nHosts = hosts, in.nicsPerHost = std::max(1, n / hosts);
+        const algo::CallChoice pick = algo::selectCall(c, in, noOneShot, g);
+        for (int a = 0; a < algo::algoCount(); a++) {
+          const AlgoId id = AlgoId(a);
+          if (algo::isOneShot(id) || !algo::algoApplies(id, c, in)) continue;
+          EXPECT_LE(pick.shape.us, algo::shapeCall(c, id, in, g).us)
+              << plan::collName(c) << " " << bytes << " B on " << n << "/" << hosts << ": " << algo::algoName(pick.algo)
+              << " over " << algo::algoName(id);
+        }
+      }
+}
+
+// A measured curve still decides where it matches the communicator: a
+// curve that makes hier slow at 8 MB hands the call back to hiertree.
+TEST(Selector, MeasuredCurvesStillWin) {
+  const std::optional<algo::AlgoId> hierTree = algo::findAlgo("hiertree");
+  ASSERT_TRUE(hierTree.has_value());
+  algo::CostInputs in = roce64x8(8 << 20);
+  in.measuredRanks = in.nranks;
+  in.measuredHosts = in.nHosts;
+  for (double b : {1e6, 1e7}) {
+    in.calibration(algo::kHier).measured.add(b, 1e5);
+    in.calibration(*hierTree).measured.add(b, 1e3);
+  }
+  EXPECT_EQ(algo::selectCall(Coll::AllReduce, in, algo::AlgoFilter{}, {}).algo, *hierTree);
 }
 
 }  // namespace
