@@ -6,6 +6,7 @@
 
 #include "algorithms/cost_model.h"
 #include "algorithms/one_shot.h"
+#include "algorithms/protocols.h"
 #include "algorithms/registry.h"
 #include "algorithms/selector.h"
 #include "src/util/error.h"
@@ -221,6 +222,48 @@ TEST(Selector, UnevenHostsPriceTheSerialRails) {
   // The same numbers on even hosts change nothing.
   in.hostRanksMin = in.hostRanksMax = 2;
   EXPECT_DOUBLE_EQ(algo::estimateUs(Coll::ReduceScatter, algo::kHier, in), even);
+}
+
+// selectCall skips the shape search of pairs whose bound cannot win; the
+// choice must be the one of ranking every pair in full (algorithm, then
+// protocol order on ties), on one host (ll, oneshot) and across hosts,
+// with several channels, and with measured curves for some algorithms.
+TEST(Selector, SkippingShapesKeepsTheFullRanking) {
+  const plan::FifoGeometry g;
+  for (auto [n, hosts] : {std::pair{2, 1}, std::pair{8, 1}, std::pair{2, 2}, std::pair{16, 4}, std::pair{512, 64}})
+    for (int channels : {1, 4})
+      for (bool curves : {false, true})
+        for (uint64_t bytes = 8; bytes <= (uint64_t(1) << 30); bytes *= 4)
+          for (Coll c : {Coll::AllReduce, Coll::ReduceScatter, Coll::AllGather, Coll::Broadcast}) {
+            algo::CostInputs in = roce64x8(bytes);
+            in.nranks = n, in.nHosts = hosts, in.nicsPerHost = std::max(1, n / hosts);
+            in.maxChannels = channels, in.channelBwGBs = 2;
+            if (curves) {
+              in.measuredRanks = n, in.measuredHosts = hosts;
+              in.calibration(algo::kRing).measured.add(1e3, 50), in.calibration(algo::kRing).measured.add(1e7, 900);
+            }
+            double best = 0;
+            int bestA = -1, bestP = -1;
+            for (int a = 0; a < algo::algoCount(); a++)
+              for (int p = 0; p < algo::protoCount(); p++) {
+                const AlgoId id = AlgoId(a);
+                const algo::ProtoId proto = algo::ProtoId(p);
+                if (!algo::algoSupports(id, c) || !algo::protoSupports(proto, c, id)) continue;
+                const algo::ProtoInfo& info = algo::protoInfo(proto);
+                if (info.carries && !info.carries(c, id, in)) continue;
+                double t = algo::protoEstimateUs(c, id, proto, in);
+                if (n > 1 && !algo::isOneShot(id) && !algo::usesMeasuredCurve(c, id, in)) {
+                  const double shaped = algo::algoApplies(id, c, in) ? algo::shapeCall(c, id, in, g).us : INFINITY;
+                  t = info.adjustUs ? info.adjustUs(c, id, in, shaped) : shaped;
+                }
+                if (bestA < 0 || t < best) best = t, bestA = a, bestP = p;
+              }
+            const algo::CallChoice pick = algo::selectCall(c, in, algo::AlgoFilter{}, g);
+            EXPECT_EQ(algo::index(pick.algo), bestA) << plan::collName(c) << " " << bytes << " B, " << n << "/" << hosts
+                                                      << " ch " << channels << " curves " << curves;
+            EXPECT_EQ(algo::index(pick.proto), bestP) << plan::collName(c) << " " << bytes;
+            EXPECT_EQ(pick.shape.sliceBytes, algo::shapeCall(c, pick.algo, in, g).sliceBytes);
+          }
 }
 
 }  // namespace
