@@ -44,7 +44,9 @@ namespace {
 const char* rootStatusText(int32_t status) {
   switch (status) {
     case kRootNranksMismatch: return "nranks differs from the other ranks'";
-    case kRootDuplicateRank: return "another process already joined with this rank";
+    case kRootDuplicateRank:
+      return "two processes claimed the same rank (a duplicate launch, or a process holding the secret that "
+             "impersonates a rank; the root's log names the rank and both addresses), so the root stopped the set-up";
     case kRootTimedOut: return "the root timed out before every rank joined";
     case kRootOutOfResources:
       return "the root's process ran out of descriptors or threads while the ranks joined (raise ulimit -n / "
