@@ -40,7 +40,9 @@ class Root {
  public:
   Root(Socket listener, SocketAddress addr, const Secret& secret, int64_t timeoutMs)
       : listener_(std::move(listener)), addr_(addr), secret_(secret), timeoutMs_(timeoutMs),
-        deadline_(Deadline::after(timeoutMs)) {}
+        deadline_(Deadline::after(timeoutMs)) {
+    randomBytes(&jobNonce_, sizeof jobNonce_);
+  }
 
   void run() {
     WEFT_INFO(kBootstrap, "bootstrap root listening on %s (timeout %ld ms)", addr_.str().c_str(),
@@ -149,8 +151,8 @@ class Root {
   }
 
   static void reply(Joined& j, RootStatus status, int32_t nranks, const void* table = nullptr,
-                    size_t tableBytes = 0, int64_t waitMs = 1000) {
-    RootReply r{kRootReplyMagic, status, nranks, 0};
+                    size_t tableBytes = 0, int64_t waitMs = 1000, int32_t jobNonce = 0) {
+    RootReply r{kRootReplyMagic, status, nranks, jobNonce};
     uint8_t tag[handshake::kMacBytes];
     j.replyMac.sign(&r, sizeof(r), table, tableBytes, tag);
     const Deadline d = Deadline::after(waitMs);
@@ -247,7 +249,7 @@ class Root {
     }
     if (nranks_ > 0 && joined_ == nranks_) {
       for (auto& j : ranks_)
-        reply(j, kRootOk, nranks_, addrs_.data(), addrs_.size() * sizeof(SocketAddress), timeoutMs_);
+        reply(j, kRootOk, nranks_, addrs_.data(), addrs_.size() * sizeof(SocketAddress), timeoutMs_, jobNonce_);
       WEFT_INFO(kBootstrap, "bootstrap root at %s: all %d ranks joined", addr_.str().c_str(), nranks_);
       return;
     }
@@ -274,6 +276,7 @@ class Root {
   Deadline deadline_;
   std::atomic<bool> allJoined_{false};
   std::atomic<bool> conflict_{false};  // two hellos claimed one rank: set-up stops
+  int32_t jobNonce_ = 0;  // in the table's reply: part of the ranks' peer key (bootstrap.cc)
   std::mutex mu_;
   bool finished_ = false;  // the table or the timeout went out; later ranks are told they are late
   std::string limitHit_;   // under mu_: the process limit that kept the root from serving a rank

@@ -1,8 +1,11 @@
 // Checks of the bootstrap's messages (wire.h), apart from the I/O.
+#include <cstring>
 #include <string>
+#include <vector>
 
 #include "src/bootstrap/wire.h"
 #include "src/util/error.h"
+#include "src/util/sha256.h"
 
 namespace weft::bootstrap_wire {
 
@@ -37,6 +40,17 @@ std::string frameHeaderProblem(const FrameHeader& h) {
 
 size_t rootReplyTableEntries(const RootReply& r, int nranks) {
   return r.status == kRootOk && r.nranks == nranks ? static_cast<size_t>(nranks) : 0;
+}
+
+Secret derivePeerKey(const Secret& secret, int32_t jobNonce, const std::vector<SocketAddress>& table) {
+  static const char kLabel[] = "weft bootstrap peer key v1";
+  HmacSha256 mac(secret.data(), secret.size());
+  mac.update(kLabel, sizeof kLabel).update(&jobNonce, sizeof jobNonce);
+  mac.update(table.data(), table.size() * sizeof(SocketAddress));
+  const Digest256 d = mac.finish();
+  Secret key;
+  std::memcpy(key.data(), d.data(), key.size());
+  return key;
 }
 
 namespace {

@@ -122,8 +122,9 @@ TEST_F(Impostor, RankClaimedTwiceAtTheRootStopsTheSetUp) {
   EXPECT_TRUE(closedWithin(impostor, 3000));  // the impostor got no table either
 }
 
-// Rank 0 is connected to rank 1; a second connection that proves the secret
-// and says it is rank 0 is closed, and the real one goes on.
+// Rank 0 is connected to rank 1; a second connection that proves the peer
+// key (a member of the job, so it passes the handshake) and says it is rank
+// 0 is closed, and the real one goes on.
 TEST_F(Impostor, SecondConnectionClaimingAConnectedRankIsRefused) {
   weftUniqueId id;
   createUniqueId(&id, 10000);
@@ -142,7 +143,7 @@ TEST_F(Impostor, SecondConnectionClaimingAConnectedRankIsRefused) {
           b->send(1, 5, &v, sizeof v);  // opens rank 0's connection to rank 1
           b->recv(1, 6, &v, sizeof v);  // rank 1 has it: the connection is up
           testing::internal::CaptureStderr();
-          Socket fake = helloWithTheSecret(SocketAddress::parse(b->peerAddress(1), "rank 1"), secretOf(l),
+          Socket fake = helloWithTheSecret(SocketAddress::parse(b->peerAddress(1), "rank 1"), b->peerKey(),
                                            handshake::Purpose::kPeer, PeerHello{kPeerHelloMagic, kVersion, 0, 2});
           refused = closedWithin(fake, 3000);
           log = testing::internal::GetCapturedStderr();
@@ -164,6 +165,51 @@ TEST_F(Impostor, SecondConnectionClaimingAConnectedRankIsRefused) {
   EXPECT_EQ(errors[1], "");
   EXPECT_TRUE(refused);
   EXPECT_NE(log.find("rank 0 is already connected"), std::string::npos) << log;
+}
+
+// A process that holds the job's secret but was not admitted by the root
+// (a second launch, a port scanner) cannot pass a rank's handshake, so it
+// cannot claim a rank that has not connected yet; the ranks go on.
+TEST_F(Impostor, SecretWithoutAdmissionCannotClaimAnUnconnectedRank) {
+  weftUniqueId id;
+  createUniqueId(&id, 10000);
+  const UniqueIdLayout l = layoutOf(id);
+  std::vector<std::string> errors(3);
+  std::string impostorError;
+  std::vector<std::thread> ranks;
+  for (int r = 0; r < 3; ++r)
+    ranks.emplace_back([&, r] {
+      try {
+        auto b = Bootstrap::join(id, r, 3, 10000);
+        int v = 0;
+        if (r == 0) {
+          // Were the secret the key, a claim to be rank 2 made before rank
+          // 2 connects would be believed.
+          Socket s = connectTo(SocketAddress::parse(b->peerAddress(1), "rank 1"), Deadline::after(2000),
+                               StopFlags{}, false);
+          try {
+            handshake::connectSide(s.fd(), secretOf(l), handshake::Purpose::kPeer, Deadline::after(3000),
+                                   StopFlags{}, "rank 1");
+          } catch (const Error& e) {
+            impostorError = e.what();
+          }
+          b->send(1, 8, &v, sizeof v);
+        } else if (r == 1) {
+          b->recv(0, 8, &v, sizeof v);
+          b->recv(2, 9, &v, sizeof v);
+          EXPECT_EQ(v, 7);
+        } else {
+          v = 7;
+          b->send(1, 9, &v, sizeof v);
+        }
+        b->barrier();
+      } catch (const std::exception& e) {
+        errors[r] = e.what();
+      }
+    });
+  for (auto& t : ranks) t.join();
+  for (int r = 0; r < 3; ++r) EXPECT_EQ(errors[r], "") << "rank " << r;
+  EXPECT_NE(impostorError.find("failed to prove"), std::string::npos) << impostorError;
 }
 
 // A socket data connection is expected from one rank, for one edge (tag)
