@@ -22,6 +22,7 @@
 #include "src/core/ll_comm.h"
 #include "src/core/plan_cache.h"
 #include "src/core/trace.h"
+#include "src/exec/cuda/device_layout.h"
 #include "src/exec/cuda/device_route.h"
 #include "src/exec/host/host_executor.h"
 #include "src/util/clock.h"
@@ -139,6 +140,9 @@ algo::CollArgs callArgs(weftComm_t comm, const OpDesc& op) {
   a.count = op.count;
   a.elemSize = static_cast<uint32_t>(kernels::typeSize(op.type));
   a.root = op.root;
+  // Device plans split buffers on the kernel's vector size, so an aligned
+  // buffer's blocks stay aligned; host plans split anywhere, as before.
+  if (op.device) a.alignBytes = cuda::kDeviceSplitAlignBytes;
   return a;
 }
 
@@ -308,7 +312,8 @@ void setUpDevicePath(weftComm_t comm) {
   if (comm->nranks == 1) return cuda::setUpDeviceAtInit(comm, nullptr);
   OpDesc op;
   op.coll = plan::Coll::AllReduce;
-  op.count = size_t(comm->nranks) * comm->deviceChannels;
+  // At least one split unit per rank and channel, so every channel is used.
+  op.count = size_t(comm->nranks) * comm->deviceChannels * cuda::kDeviceSplitAlignBytes;
   op.device = true;
   algo::CollArgs a = callArgs(comm, op);
   a.nChannels = comm->deviceChannels;  // the most a large device call uses

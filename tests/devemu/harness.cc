@@ -87,6 +87,7 @@ plan::Plan buildPlanFor(const CallSpec& s, int rank) {
   a.count = s.count;
   a.elemSize = static_cast<uint32_t>(typeBytes(s.type));
   a.root = s.root;
+  a.alignBytes = s.alignBytes;
   a.nChannels = s.nChannels;
   a.geometry = s.geometry;
   // A slice is planned as the slot of a smaller FIFO (what the selector
@@ -178,6 +179,34 @@ cuda::DevLaunch Call::launchFor(int r) {
   L.nBindings = 1;
   L.bindings[0] = {ranks_[r].send, ranks_[r].recv};
   return L;
+}
+
+uint64_t Call::scalarPieces() const {
+  uint64_t n = 0;
+  for (int r = 0; r < spec_.nranks; r++) {
+    const cuda::DevLaunch& L = launches_[r];
+    const plan::Plan& p = plans_[r];
+    const uint64_t slice = p.sliceBytes && p.sliceBytes < spec_.geometry.slotBytes ? p.sliceBytes
+                                                                                    : spec_.geometry.slotBytes;
+    const uint64_t piece = std::max<uint64_t>(1, slice / L.elemSize);
+    auto base = [&](plan::Buf b) -> const char* {
+      if (b == plan::Buf::Send) return static_cast<const char*>(L.bindings[0].send);
+      if (b == plan::Buf::Recv) return static_cast<const char*>(L.bindings[0].recv);
+      if (b == plan::Buf::Scratch) return static_cast<const char*>(L.scratch);
+      return nullptr;
+    };
+    auto misaligned = [&](plan::Buf b, uint64_t off) {
+      const char* at = base(b);
+      return at && reinterpret_cast<uintptr_t>(at + off * L.elemSize) % 16 != 0;
+    };
+    for (const auto& ch : p.channels)
+      for (const auto& st : ch.steps) {
+        const bool fifo = st.nRecv || st.nSend;
+        for (uint64_t done = 0; done < st.count; done += fifo ? piece : st.count)
+          n += misaligned(st.src, st.srcOff + done) || misaligned(st.dst, st.dstOff + done);
+      }
+  }
+  return n;
 }
 
 void Call::run(const std::vector<int>& which) {

@@ -42,6 +42,7 @@ struct CallSpec {
   int opKind = 0;            // cuda::DevOpKind
   bool inPlace = false;
   uint64_t misalign = 0;     // elements added to every user buffer's start
+  uint32_t alignBytes = cuda::kDeviceSplitAlignBytes;  // CollArgs::alignBytes, as launch.cc sets it
   uint32_t counterStart = 0; // every FIFO's posted/consumed start here
   uint32_t arith = cuda::kArithExact;
   uint64_t timeoutMs = 5000;
@@ -104,6 +105,9 @@ class Call {
   // device result differs from the host's, empty when none does.
   std::string compareWithHostExecutor();
   uint64_t piecesExpected() const { return piecesExpected_; }
+  // Pieces whose user-buffer pointer (local input or destination) is not
+  // 16-byte aligned: the interpreter runs those element by element.
+  uint64_t scalarPieces() const;
   const plan::Plan& plan(int rank) const { return plans_[rank]; }
   cuda::DevLaunch& launch(int rank) { return launches_[rank]; }
 

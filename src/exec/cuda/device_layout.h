@@ -10,6 +10,10 @@
 
 namespace weft::cuda {
 
+// Where plans for device buffers split a buffer (CollArgs::alignBytes): the
+// interpreter moves a piece in 16-byte vectors only when every pointer of it
+// is 16-byte aligned, and element by element otherwise.
+constexpr uint32_t kDeviceSplitAlignBytes = 16;
 constexpr int kMaxDeviceBindings = 64;  // (send, recv) pairs carried inline in DevLaunch
 // Channels of one launch. A launch has at most kMaxDeviceCtas CTAs; a CTA
 // serves channels cta, cta + nCtas, ... (at most kMaxChannelsPerCta),
