@@ -86,11 +86,10 @@ CallChoice selectCall(plan::Coll c, const CostInputs& in, const AlgoFilter& f, c
     anyAlgo = true;
     for (int p = 0; p < protoCount(); p++) {
       const ProtoId proto = ProtoId(p);
-      if (!protos.allows(c, proto) || !protoSupports(proto, c, id)) continue;
+      // Not on this layout or buffer kind (the one-shot plan on FIFOs past
+      // 2 ranks), even where WEFT_ALGO forces the algorithm.
+      if (!protos.allows(c, proto) || !protoCarries(proto, c, id, in)) continue;
       const double t = protoEstimateUs(c, id, proto, in);
-      // Not on this layout (the one-shot plan on FIFOs past 2 ranks), even
-      // where WEFT_ALGO forces the algorithm.
-      if (protoInfo(proto).carries && !protoInfo(proto).carries(c, id, in)) continue;
       if (!found || t < best) best = t, choice.algo = id, choice.proto = proto, found = true;
     }
   }

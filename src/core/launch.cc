@@ -111,6 +111,7 @@ algo::CallChoice chooseAlgo(weftComm_t comm, const OpDesc& op) {
   }
   algo::CostInputs in = comm->costBase;
   in.bytes = busBytes(op, comm->nranks);
+  in.deviceBuffers = op.device;
   algo::CallChoice choice =
       op.device ? algo::selectCall(op.coll, in, comm->deviceAlgoFilter, comm->geometry, comm->deviceProtoFilter)
                 : algo::selectCall(op.coll, in, comm->algoFilter, comm->geometry, comm->protoFilter);
@@ -129,6 +130,21 @@ algo::CallChoice chooseAlgo(weftComm_t comm, const OpDesc& op) {
 plan::Plan buildPlan(algo::AlgoId which, const algo::CollArgs& a) {
   if (plan::collInfo(a.coll).fixedPlan) return algo::buildAllToAll(a);
   return algo::algoInfo(which).build(a);
+}
+
+// Device LL pieces travel on FIFOs of their own (connection index +
+// kLlConnBase): a FIFO that carried simple pieces holds bytes that could
+// read as LL flags. Step::conn is 8 bits, so plans of up to 128 connection
+// indices (device calls use at most 64 channels) can move.
+constexpr int kLlConnBase = 128;
+void useLlConnections(plan::Plan& p) {
+  p.deviceLl = true;
+  for (auto& ch : p.channels)
+    for (auto& st : ch.steps) {
+      if (!st.nRecv && !st.nSend) continue;
+      if (st.conn >= kLlConnBase) raise(weftInternalError, "device ll: connection index %d past %d", st.conn, kLlConnBase);
+      st.conn = static_cast<uint8_t>(st.conn + kLlConnBase);
+    }
 }
 
 // What every plan builder is told about a call, whichever algorithm runs it.
@@ -189,7 +205,7 @@ TracedCall runCollective(weftComm_t comm, const OpDesc& op) {
     choice.algo = algo::kRing;
     choice.proto = algo::kSimple;
     a.elemSize = plan::wireElemSize(op.wire, a.elemSize);
-  } else if (choice.proto == algo::kLowLatency) {  // a size past the fast path's limit (never device buffers)
+  } else if (choice.proto == algo::kLowLatency && !op.device) {  // a size past the fast path's limit
     runLowLatency(comm, op);
     return kLlCall;
   }
@@ -197,6 +213,10 @@ TracedCall runCollective(weftComm_t comm, const OpDesc& op) {
   a.nChannels = choice.shape.nChannels;
   a.geometry = comm->geometry;
   a.geometry.slotBytes = choice.shape.sliceBytes;
+  // Device LL: a slot carries half its bytes of data, and the plan is cut
+  // for pieces that fit.
+  const bool deviceLl = op.device && choice.proto == algo::kLowLatency;
+  if (deviceLl) a.geometry.slotBytes = std::min<uint64_t>(a.geometry.slotBytes, comm->geometry.slotBytes / 2);
   // Topology-ordered rings (host-contiguous), one per channel so channels
   // spread over the NICs; the double tree and hier follow each channel's order too. The plan cache needs
   // no key for them because a communicator's orders never change. They are
@@ -211,6 +231,7 @@ TracedCall runCollective(weftComm_t comm, const OpDesc& op) {
     }
     ordered.hostOf = comm->hostOf;
     plan::Plan built = buildPlan(which, ordered);
+    if (deviceLl) useLlConnections(built);
     if (op.wire != plan::Wire::Native) {
       built.wire = op.wire;
       built.elemSize = static_cast<uint32_t>(kernels::typeSize(op.type));
