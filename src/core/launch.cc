@@ -18,6 +18,7 @@
 #include "src/core/connections.h"
 #include "src/core/device_channels.h"
 #include "src/core/diagnose.h"
+#include "src/core/group.h"
 #include "src/core/direct_comm.h"
 #include "src/core/ll_comm.h"
 #include "src/core/plan_cache.h"
@@ -328,9 +329,11 @@ bool everyRankSetsUpDevices(weftComm_t comm) {
 
 }  // namespace
 
-void setUpDevicePath(weftComm_t comm) {
-  if (!everyRankSetsUpDevices(comm)) return;
-  if (comm->nranks == 1) return cuda::setUpDeviceAtInit(comm, nullptr);
+namespace {
+
+// A device AllReduce large enough to use every device channel, as every
+// rank plans it (orders, hosts).
+algo::CollArgs largeDeviceArgs(weftComm_t comm) {
   OpDesc op;
   op.coll = plan::Coll::AllReduce;
   // At least one split unit per rank and channel, so every channel is used.
@@ -344,6 +347,47 @@ void setUpDevicePath(weftComm_t comm) {
     a.channelOrders = comm->ringOrders;
   }
   a.hostOf = comm->hostOf;
+  return a;
+}
+
+// Every shape of device call: each collective x algorithm the device
+// filters allow on this layout, on the ll connections too where ll can
+// carry it, AllToAll, and Send/Recv with every peer. Every rank builds the
+// same list.
+std::vector<plan::Plan> deviceCallShapes(weftComm_t comm) {
+  algo::CollArgs a = largeDeviceArgs(comm);
+  algo::CostInputs in = comm->costBase;
+  in.deviceBuffers = true;
+  std::vector<plan::Plan> out;
+  for (plan::Coll c : {plan::Coll::AllReduce, plan::Coll::ReduceScatter, plan::Coll::AllGather,
+                       plan::Coll::Broadcast, plan::Coll::Reduce}) {
+    a.coll = c;
+    for (int i = 0; i < algo::algoCount(); i++) {
+      const algo::AlgoId id = algo::AlgoId(i);
+      if (!comm->deviceAlgoFilter.allows(c, id) || !algo::algoApplies(id, c, in)) continue;
+      out.push_back(algo::algoInfo(id).build(a));
+      if (comm->deviceProtoFilter.allows(c, algo::kLowLatency) && algo::protoCarries(algo::kLowLatency, c, id, in)) {
+        out.push_back(out.back());
+        useLlConnections(out.back());
+      }
+    }
+  }
+  a.coll = plan::Coll::AllToAll;
+  out.push_back(algo::buildAllToAll(a));
+  std::vector<algo::P2POp> calls;
+  for (int peer = 0; peer < comm->nranks; peer++)
+    for (bool isSend : {true, false})
+      if (peer != comm->rank) calls.push_back({.isSend = isSend, .peer = peer, .count = 1});
+  out.push_back(algo::buildP2P(comm->nranks, comm->rank, 1, calls));
+  return out;
+}
+
+}  // namespace
+
+void setUpDevicePath(weftComm_t comm) {
+  if (!everyRankSetsUpDevices(comm)) return;
+  if (comm->nranks == 1) return cuda::setUpDeviceAtInit(comm, nullptr);
+  const algo::CollArgs a = largeDeviceArgs(comm);
   // The ring's edges are the ones most device calls use (AllReduce,
   // AllGather, ReduceScatter rings); other shapes connect on first use.
   // Every rank connects them, a rank without a GPU too (its end of an IB
@@ -351,6 +395,16 @@ void setUpDevicePath(weftComm_t comm) {
   const plan::Plan ring = algo::algoInfo(algo::kRing).build(a);
   comm->connections->ensure(ring, /*device=*/true);
   cuda::setUpDeviceAtInit(comm, &ring);
+}
+
+void warmUpDevicePath(weftComm_t comm) {
+  if (inGroup()) raise(weftInvalidUsage, "weftCommWarmup inside a group: call it outside weftGroupStart/End");
+  std::lock_guard<std::mutex> lock(comm->execMutex);
+  if (comm->nranks == 1) return cuda::warmUpDevice(comm, {});
+  const std::vector<plan::Plan> shapes = deviceCallShapes(comm);
+  for (const plan::Plan& p : shapes) comm->connections->ensure(p, /*device=*/true);
+  cuda::warmUpDevice(comm, shapes);
+  WEFT_INFO(kInit, "rank %d: device path warmed up: %zu call shapes connected", comm->rank, shapes.size());
 }
 
 // A timeout outside the host executor (a connection set up on first use, a
