@@ -148,6 +148,19 @@ void useLlConnections(plan::Plan& p) {
     }
 }
 
+// Whether a device call runs LL. A slot then carries half its bytes of
+// data, so the plan is cut for pieces that fit; past 64 channels (a double
+// tree's connection indices + kLlConnBase must fit 8 bits) it runs simple.
+bool useDeviceLl(const OpDesc& op, algo::CallChoice& choice, algo::CollArgs& a, const plan::FifoGeometry& g) {
+  if (!op.device || choice.proto != algo::kLowLatency) return false;
+  if (a.nChannels * 2 > kLlConnBase) {
+    choice.proto = algo::kSimple;
+    return false;
+  }
+  a.geometry.slotBytes = std::min<uint64_t>(a.geometry.slotBytes, g.slotBytes / 2);
+  return true;
+}
+
 // What every plan builder is told about a call, whichever algorithm runs it.
 algo::CollArgs callArgs(weftComm_t comm, const OpDesc& op) {
   algo::CollArgs a;
@@ -214,10 +227,7 @@ TracedCall runCollective(weftComm_t comm, const OpDesc& op) {
   a.nChannels = choice.shape.nChannels;
   a.geometry = comm->geometry;
   a.geometry.slotBytes = choice.shape.sliceBytes;
-  // Device LL: a slot carries half its bytes of data, and the plan is cut
-  // for pieces that fit.
-  const bool deviceLl = op.device && choice.proto == algo::kLowLatency;
-  if (deviceLl) a.geometry.slotBytes = std::min<uint64_t>(a.geometry.slotBytes, comm->geometry.slotBytes / 2);
+  const bool deviceLl = useDeviceLl(op, choice, a, comm->geometry);
   // Topology-ordered rings (host-contiguous), one per channel so channels
   // spread over the NICs; the double tree and hier follow each channel's order too. The plan cache needs
   // no key for them because a communicator's orders never change. They are
