@@ -290,6 +290,7 @@ TEST(DevEmu, FailedFifoEndsWait) {
 // size is reported as weftInternalError with the received byte count.
 TEST(DevEmu, MismatchedPieceSizeIsReported) {
   CallSpec a = twoRanks();
+  a.alignBytes = 0;  // element splits: blocks of count / 2
   a.count = 10;  // pieces of 5 elements (20 bytes)
   CallSpec b = a;
   b.count = 12;  // pieces of 6 (24 bytes)
