@@ -59,6 +59,9 @@ struct CostInputs {
   // where one executor thread does every channel's copies).
   int maxChannels = 1;
   double channelBwGBs = 0;
+  // The call's buffers are GPU memory: protocols may carry other algorithms
+  // there (ProtoInfo::onDevice).
+  bool deviceBuffers = false;
   // Measured AllReduce curves (AlgoCalibration::measured) are valid for
   // communicators of exactly measuredRanks ranks on measuredHosts hosts; 0: none.
   int measuredRanks = 0;

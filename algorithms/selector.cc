@@ -136,10 +136,9 @@ CallChoice selectCall(plan::Coll c, const CostInputs& in, const AlgoFilter& f, c
     anyAlgo = true;
     for (int p = 0; p < protoCount(); p++) {
       const ProtoId proto = ProtoId(p);
-      if (!protos.allows(c, proto) || !protoSupports(proto, c, id)) continue;
-      // Not on this layout (the one-shot plan on FIFOs past 2 ranks), even
-      // where WEFT_ALGO forces the algorithm.
-      if (protoInfo(proto).carries && !protoInfo(proto).carries(c, id, in)) continue;
+      // Not on this layout or buffer kind (the one-shot plan on FIFOs past
+      // 2 ranks), even where WEFT_ALGO forces the algorithm.
+      if (!protos.allows(c, proto) || !protoCarries(proto, c, id, in)) continue;
       cands[nc++] = candidate(c, id, proto, in);
     }
   }

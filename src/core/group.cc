@@ -21,6 +21,12 @@ struct PendingGroup {
 
 thread_local PendingGroup tlsGroup;
 
+}  // namespace
+
+bool inGroup() { return tlsGroup.depth > 0; }
+
+namespace {
+
 // Runs one communicator's batch, turning errors into result codes. A failure
 // that leaves the communicator unusable (a dead peer, a timeout, a mismatch)
 // becomes its asynchronous error.
