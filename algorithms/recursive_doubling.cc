@@ -67,6 +67,14 @@ CostTerms recursiveDoublingCost(Coll, const CostInputs& in, double B) {
 // On one host, for more than two ranks. Two ranks are one hop already with
 // the one-shot plan; across hosts, pairs r ^ 2^k ignore where ranks are, and
 // the trees and hierarchical rings there are built around it.
+// For the pipeline model: steps in sequence, each moving the whole buffer
+// (rounds, not a pipeline through hops whose stages each carry a slice), so
+// it is priced as the rings are, through its own latency and bytes terms.
+double recursiveDoublingSteps(Coll, int n) {
+  const int p = powerBelow(n);
+  return std::log2(double(p)) + (n > p ? 2 : 0);
+}
+
 bool recursiveDoublingApplies(Coll, const CostInputs& in) {
   return in.nranks > 2 && std::clamp(in.nHosts, 1, in.nranks) == 1;
 }
@@ -95,7 +103,7 @@ Plan buildRecursiveDoubling(const CollArgs& a) {
 }
 
 AlgoInfo recursiveDoublingAlgo() {
-  return AlgoInfo{kRecursiveDoublingName, allReduceOnly(), buildRecursiveDoubling, recursiveDoublingCost, nullptr, nullptr,
+  return AlgoInfo{kRecursiveDoublingName, allReduceOnly(), buildRecursiveDoubling, recursiveDoublingCost, recursiveDoublingSteps, nullptr,
                   recursiveDoublingApplies};
 }
 

@@ -68,16 +68,28 @@ namespace {
 // pipelined time of the shape that the call would run with (shapeCall), so
 // that the ranking counts what the shape pays (a tree's pipeline fill, a
 // ring's steps) and cannot pick an algorithm whose best shape is slower
-// than another's. The one-shot algorithm is not a pipeline (every rank
-// reads every contribution at once): its own estimate ranks it.
+// than another's. Only algorithms whose pipelines carry a share of the
+// call (AlgoInfo::pipelineShare: the hierarchical tree's rail trees) are
+// ranked so: their unpipelined terms leave out a fill of many hops that
+// the shape pays. The others keep their own estimates: the one-shot
+// algorithm is not a pipeline; a ring-like algorithm's shaped time charges
+// a hop's latency to every slice of every step where its FIFO slots keep
+// several slices in flight (a flat ring at 4 GB across hosts would lose
+// to the double tree by that alone); and the double tree's shaped time
+// spreads none of its bytes over a host's NICs, which puts it behind
+// `hier` on the 4-host test cluster at 64 KB (docs/tuning.md).
+bool ranksByEstimate(plan::Coll c, AlgoId a, const CostInputs& in) {
+  return in.nranks <= 1 || isOneShot(a) || !algoInfo(a).pipelineShare || usesMeasuredCurve(c, a, in);
+}
+
 double rankingUs(plan::Coll c, AlgoId a, const CostInputs& in, const CallShape& shape) {
   if (!algoApplies(a, c, in)) return std::numeric_limits<double>::infinity();
-  if (in.nranks <= 1 || isOneShot(a) || usesMeasuredCurve(c, a, in)) return estimateUs(c, a, in);
+  if (ranksByEstimate(c, a, in)) return estimateUs(c, a, in);
   return shape.us;
 }
 
 double protoRankingUs(plan::Coll c, AlgoId a, ProtoId p, const CostInputs& in, const CallShape& shape) {
-  if (in.nranks <= 1 || isOneShot(a) || usesMeasuredCurve(c, a, in)) return protoEstimateUs(c, a, p, in);
+  if (ranksByEstimate(c, a, in)) return protoEstimateUs(c, a, p, in);
   const double us = rankingUs(c, a, in, shape);
   const ProtoInfo& info = protoInfo(p);
   return info.adjustUs ? info.adjustUs(c, a, in, us) : us;
@@ -116,7 +128,7 @@ struct Candidate {
 // being the latency term over L rounded. Protocol adjustments are taken to
 // keep the order of the times they adjust.
 Candidate candidate(plan::Coll c, AlgoId a, ProtoId p, const CostInputs& in) {
-  if (in.nranks <= 1 || isOneShot(a) || usesMeasuredCurve(c, a, in)) return {a, p, protoEstimateUs(c, a, p, in), true};
+  if (ranksByEstimate(c, a, in)) return {a, p, protoEstimateUs(c, a, p, in), true};
   if (!algoApplies(a, c, in)) return {a, p, std::numeric_limits<double>::infinity(), true};
   const double lower = estimateUs(c, a, in) - hopLatencyUs(in);
   const ProtoInfo& info = protoInfo(p);
