@@ -7,6 +7,8 @@
 // called before the connectSend that waits for it. The sending half waits
 // for that message, connects the sockets and proves the secret on each.
 #include <cstring>
+#include <memory>
+#include <mutex>
 
 #include "src/bootstrap/handshake.h"
 #include "src/util/error.h"
@@ -60,6 +62,20 @@ class SocketTransport final : public Transport {
  public:
   const char* name() const override { return "Socket"; }
 
+  // One proxy thread for all of this rank's socket connections (a
+  // transport object belongs to one rank of one communicator). It lives
+  // while a connection does, so a rank without socket traffic has none.
+  std::shared_ptr<ProxyService> service(int rank) {
+    std::lock_guard<std::mutex> lock(serviceMu_);
+    if (auto live = service_.lock()) return live;
+    // Readiness of the sockets and the executor's rings wake it; the slice
+    // bounds how late it sees an abort or a halt nobody rings for.
+    auto made = std::make_shared<ProxyService>("weft-sock-" + std::to_string(rank), kProxySleepSliceNs,
+                                               /*spin=*/false, rank);
+    service_ = made;
+    return made;
+  }
+
   bool canConnect(const ConnectContext&, int, std::string*) const override { return true; }
 
   std::unique_ptr<Connection> connectRecv(ConnectContext& ctx, int peer, uint64_t tag) override {
@@ -67,6 +83,7 @@ class SocketTransport final : public Transport {
     SocketAddress bound;
     Socket listener = listenOn(nic.addr, &bound, 64);
     auto p = baseParams(ctx, peer, tag, SocketConnection::Side::Recv, nic.name);
+    p.service = service(ctx.rank);
     p.nSockets = socketCount();
     randomBytes(&p.nonce, sizeof(p.nonce));
     ConnectInfo info;
@@ -110,6 +127,7 @@ class SocketTransport final : public Transport {
       sockets.push_back(std::move(s));
     }
     auto p = baseParams(ctx, peer, tag, SocketConnection::Side::Send, nic.name);
+    p.service = service(ctx.rank);
     p.peerName = what;
     p.nSockets = info.nSockets;
     p.nonce = info.nonce;
@@ -117,6 +135,10 @@ class SocketTransport final : public Transport {
               what.c_str(), info.nSockets, static_cast<unsigned long>(tag));
     return std::make_unique<SocketConnection>(std::move(p), std::move(sockets), Socket());
   }
+
+ private:
+  std::mutex serviceMu_;
+  std::weak_ptr<ProxyService> service_;
 };
 
 }  // namespace
