@@ -1,5 +1,6 @@
-// The socket transport's proxy work runs on one thread per rank, however
-// many peers and channels the rank's connections reach: thread ranks over
+// The socket transport's proxy work runs on two threads per rank (one for
+// its sending connection ends, one for its receiving ones), however many
+// peers and channels the rank's connections reach: thread ranks over
 // sockets only (shared memory off) count the proxy threads by name while
 // every collective runs and is checked, and find none once destroyed.
 #include <dirent.h>
@@ -17,7 +18,7 @@ namespace weft::test {
 namespace {
 
 // Threads of this process whose name starts with `prefix` (the socket
-// proxies are "weft-sock-<rank>").
+// proxies are "weft-socks-<rank>" and "weft-sockr-<rank>").
 int threadsNamed(const char* prefix) {
   int n = 0;
   DIR* d = opendir("/proc/self/task");
@@ -50,9 +51,9 @@ class SocketProxyThreads : public ::testing::Test {
   }
 };
 
-TEST_F(SocketProxyThreads, OnePerRankWhateverThePeersAndChannels) {
+TEST_F(SocketProxyThreads, TwoPerRankWhateverThePeersAndChannels) {
   constexpr int n = 6;
-  ASSERT_EQ(threadsNamed("weft-sock-"), 0);
+  ASSERT_EQ(threadsNamed("weft-sock"), 0);
   {
     ThreadRanks ranks(n);
     ASSERT_EQ(ranks.status(), weftSuccess);
@@ -69,10 +70,11 @@ TEST_F(SocketProxyThreads, OnePerRankWhateverThePeersAndChannels) {
         s.seed = seed++;
         Inputs in = makeInputs(s, n);
         ASSERT_EQ(ranks.run([&](int r) { return runAndCheck(ranks.comm(r), r, n, s, &in); }), "") << s.describe();
-        EXPECT_EQ(threadsNamed("weft-sock-"), n) << s.describe();
+        EXPECT_EQ(threadsNamed("weft-socks-"), n) << s.describe();
+        EXPECT_EQ(threadsNamed("weft-sockr-"), n) << s.describe();
       }
   }
-  EXPECT_EQ(threadsNamed("weft-sock-"), 0) << "proxy threads left after every communicator was destroyed";
+  EXPECT_EQ(threadsNamed("weft-sock"), 0) << "proxy threads left after every communicator was destroyed";
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
 // One direction of a socket-transport edge: a local staging FIFO and a
 // proxy task that drives all of the edge's TCP sockets, non-blocking. The
-// task runs on its rank's ProxyService (transports/proxy_service.h): one
-// thread serves every socket connection of a rank, whatever the peers and
+// task runs on one of its rank's two ProxyServices (transports/proxy_service.h,
+// one for sending ends, one for receiving ends): a thread serves every
+// socket connection end of a rank in its direction, whatever the peers and
 // channels, and sleeps in poll() on all of their sockets at once.
 //
 // A slot of at least 2 x kMinPartBytes is cut into contiguous parts, part i
@@ -13,7 +14,7 @@
 // posted (receive side) strictly in order, so the executor sees an ordinary
 // FIFO.
 //
-// One thread per rank instead of one per connection end (or per socket): on
+// Two threads per rank instead of one per connection end (or per socket): on
 // a machine where ranks outnumber cores, extra proxy threads only queue for
 // the same cores, a per-slot rendezvous between them (a mutex, a wake-up)
 // is what made small messages slow, and an AllToAll over 512 ranks would

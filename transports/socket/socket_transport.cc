@@ -62,17 +62,23 @@ class SocketTransport final : public Transport {
  public:
   const char* name() const override { return "Socket"; }
 
-  // One proxy thread for all of this rank's socket connections (a
-  // transport object belongs to one rank of one communicator). It lives
-  // while a connection does, so a rank without socket traffic has none.
-  std::shared_ptr<ProxyService> service(int rank) {
+  // Two proxy threads per rank, whatever its peers and channels: one for
+  // all of its sending connection ends, one for all of its receiving ones
+  // (a transport object belongs to one rank of one communicator). Split by
+  // direction so a rank's sends and receives still move side by side, as
+  // they did with a thread per connection end: a ring step both sends and
+  // receives, and one thread doing both halved the large-message rate on
+  // loopback. A service lives while a connection on it does.
+  std::shared_ptr<ProxyService> service(int rank, SocketConnection::Side side) {
     std::lock_guard<std::mutex> lock(serviceMu_);
-    if (auto live = service_.lock()) return live;
+    std::weak_ptr<ProxyService>& slot = side == SocketConnection::Side::Send ? sendService_ : recvService_;
+    if (auto live = slot.lock()) return live;
     // Readiness of the sockets and the executor's rings wake it; the slice
     // bounds how late it sees an abort or a halt nobody rings for.
-    auto made = std::make_shared<ProxyService>("weft-sock-" + std::to_string(rank), kProxySleepSliceNs,
-                                               /*spin=*/false, rank);
-    service_ = made;
+    const char* dir = side == SocketConnection::Side::Send ? "s" : "r";
+    auto made = std::make_shared<ProxyService>("weft-sock" + std::string(dir) + "-" + std::to_string(rank),
+                                               kProxySleepSliceNs, /*spin=*/false, rank);
+    slot = made;
     return made;
   }
 
@@ -83,7 +89,7 @@ class SocketTransport final : public Transport {
     SocketAddress bound;
     Socket listener = listenOn(nic.addr, &bound, 64);
     auto p = baseParams(ctx, peer, tag, SocketConnection::Side::Recv, nic.name);
-    p.service = service(ctx.rank);
+    p.service = service(ctx.rank, SocketConnection::Side::Recv);
     p.nSockets = socketCount();
     randomBytes(&p.nonce, sizeof(p.nonce));
     ConnectInfo info;
@@ -127,7 +133,7 @@ class SocketTransport final : public Transport {
       sockets.push_back(std::move(s));
     }
     auto p = baseParams(ctx, peer, tag, SocketConnection::Side::Send, nic.name);
-    p.service = service(ctx.rank);
+    p.service = service(ctx.rank, SocketConnection::Side::Send);
     p.peerName = what;
     p.nSockets = info.nSockets;
     p.nonce = info.nonce;
@@ -138,7 +144,7 @@ class SocketTransport final : public Transport {
 
  private:
   std::mutex serviceMu_;
-  std::weak_ptr<ProxyService> service_;
+  std::weak_ptr<ProxyService> sendService_, recvService_;
 };
 
 }  // namespace
