@@ -90,8 +90,10 @@ void runConnected(weftComm_t comm, const plan::Plan& p, std::span<const BufferBi
 // of that many distances (its plan: the self copy, then a send and a
 // receive channel per distance 1..n-1, algorithms/p2p.h). A batch connects
 // what it lacks, runs, waits for every rank to be done with it (the
-// bootstrap's barrier: a sender's last slots may still be on their way)
-// and closes what it connected, so a rank never holds more than 2 x max
+// bootstrap's barrier: a socket sender's last slots may still be in its
+// staging FIFO, and closing drains them only while the receiver keeps
+// reading, giving up after 100 ms without progress) and closes what it
+// connected, so a rank never holds more than 2 x max
 // AllToAll connection ends; both ends of an edge put it in the same batch
 // (distance i from the sender is distance i to the receiver), so they
 // open and close it together. The price: each such call connects its pairs
