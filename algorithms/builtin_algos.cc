@@ -1,11 +1,13 @@
 // The built-in algorithms' registry entries: ring, binary tree, double
 // binary tree, with their analytic cost terms (docs/tuning.md); the
-// hierarchical one's entry is in hier_algo.cc.
+// hierarchical ones' entries are in hier_algo.cc, one-shot's in one_shot.cc,
+// recursive doubling's in recursive_doubling.cc.
 #include <algorithm>
 #include <cmath>
 
 #include "algorithms/double_tree.h"
 #include "algorithms/one_shot.h"
+#include "algorithms/recursive_doubling.h"
 #include "algorithms/registry.h"
 #include "algorithms/ring.h"
 #include "algorithms/tree.h"
@@ -87,7 +89,8 @@ std::vector<AlgoInfo> builtinAlgos() {
   AlgoInfo ring{"ring", ringCollectives(), buildRing, ringCost, ringSteps};
   AlgoInfo binaryTree{"binarytree", allReduceOnly(), buildBinaryTree, binaryTreeCost, nullptr};
   AlgoInfo doubleTree{"tree", allReduceOnly(), buildDoubleTree, doubleTreeCost, nullptr};
-  return {ring, binaryTree, doubleTree, hierAlgoInfo(), oneShotAlgo(), hierTreeAlgoInfo()};
+  return {ring, binaryTree, doubleTree, hierAlgoInfo(), oneShotAlgo(), hierTreeAlgoInfo(),
+          recursiveDoublingAlgo()};
 }
 
 }  // namespace weft::algo

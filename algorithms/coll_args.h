@@ -17,6 +17,11 @@ struct CollArgs {
   // rank sends; AllToAll: elements exchanged with each peer.
   uint64_t count = 0;
   uint32_t elemSize = 4;
+  // Split points (channels' parts, ring blocks) fall on multiples of this
+  // many bytes from the buffer's start when it is a multiple of elemSize;
+  // 0: anywhere (element granularity). The caller sets it per buffer kind
+  // (device buffers: the kernel's 16-byte vectors).
+  uint32_t alignBytes = 0;
   int root = 0;
   int nChannels = 1;
   plan::FifoGeometry geometry;

@@ -42,8 +42,13 @@ struct AlgoCalibration {
 
 struct CostInputs {
   int nranks = 1;
-  int nHosts = 1;      // ranks spread evenly over this many hosts
+  int nHosts = 1;      // hosts the ranks are on
   int nicsPerHost = 1;  // NICs a host's ranks spread their network traffic over (rails)
+  // The fewest and the most ranks on one host; 0: spread evenly
+  // (ceil(nranks / nHosts) each). Uneven hosts change what the
+  // hierarchical algorithms cost (hier_algo.cc).
+  int hostRanksMin = 0;
+  int hostRanksMax = 0;
   uint64_t bytes = 0;  // nccl-tests "size": AllReduce/Broadcast/Reduce buffer,
                        // AllGather receive total, ReduceScatter send total
   LinkParams intra;    // within a host (shm)
@@ -54,6 +59,9 @@ struct CostInputs {
   // where one executor thread does every channel's copies).
   int maxChannels = 1;
   double channelBwGBs = 0;
+  // The call's buffers are GPU memory: protocols may carry other algorithms
+  // there (ProtoInfo::onDevice).
+  bool deviceBuffers = false;
   // Measured AllReduce curves (AlgoCalibration::measured) are valid for
   // communicators of exactly measuredRanks ranks on measuredHosts hosts; 0: none.
   int measuredRanks = 0;

@@ -15,10 +15,7 @@ using plan::Coll;
 // two ranks write one cache line of an output.
 Range share(uint64_t count, uint32_t elemSize, int nranks, int rank) {
   const uint64_t unit = (elemSize <= 64 && 64 % elemSize == 0) ? 64 / elemSize : 1;
-  const uint64_t units = (count + unit - 1) / unit;
-  Range r = evenPart(units, uint64_t(nranks), uint64_t(rank));
-  const uint64_t lo = std::min(count, r.off * unit), hi = std::min(count, (r.off + r.count) * unit);
-  return {lo, hi - lo};
+  return alignedPart(count, uint64_t(nranks), uint64_t(rank), unit);
 }
 
 // dst@rank [dstOff, +len) = reduction of every rank's src [srcOff, +len),

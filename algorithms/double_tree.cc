@@ -74,14 +74,15 @@ plan::Plan buildDoubleTree(const CollArgs& a) {
     raise(weftInvalidArgument, "double tree: %zu host ids for %d ranks", hostOf.size(), a.nranks);
   plan::Plan p = emptyPlan(a);
   if (a.count == 0) return p;
-  const int nch = usableChannels(a.nChannels, a.count);
+  const int nch = usableChannels(a);
   for (int c = 0; c < nch; c++) {
     // Each channel's trees follow its ring order (the topology's, NIC by
     // NIC), as its ring would.
     auto parents = doubleTreeParents(hostOf, ringOrder(a, c));
     const TreeLinks me[2] = {treeLinks(parents[0], a.rank), treeLinks(parents[1], a.rank)};
-    Range s = evenPart(a.count, nch, c);
-    Range half0{s.off, (s.count + 1) / 2};
+    Range s = channelPart(a, nch, c);
+    Range half0 = alignedPart(s.count, 2, 0, splitUnit(a));
+    half0.off += s.off;
     Range half1{s.off + half0.count, s.count - half0.count};
     appendTreeAllReduce(p, me[0], half0, uint8_t(2 * c));
     appendTreeAllReduce(p, me[1], half1, uint8_t(2 * c + 1));

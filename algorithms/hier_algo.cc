@@ -10,20 +10,48 @@ namespace {
 
 using plan::Coll;
 
-// Per level: (L-1) hops of the host ring at shared-memory pace and (H-1) hops
-// of a rail ring at the network's, once per phase (AllReduce has two of
-// each). The network carries (H-1)/H of the bytes per phase and host, spread
-// over the host's NICs (one per rail at most).
-CostTerms hierCost(Coll c, const CostInputs& in, double B) {
+// The hosts as the hierarchical algorithms see them: L rails (the largest
+// host's ranks), and on the smallest host (lmin ranks) each rank holds k =
+// ceil(L/lmin) rails, whose rings it runs one after another over
+// R = min(NICs, lmin) NICs. Even hosts: lmin = L, k = 1.
+struct HostShape {
+  int H, L, lmin, k, R;
+};
+
+HostShape hostShape(const CostInputs& in) {
   const int n = std::max(in.nranks, 1);
-  const int H = std::clamp(in.nHosts, 1, n);
-  const int L = (n + H - 1) / H;
-  const int rails = std::clamp(in.nicsPerHost, 1, L);
+  HostShape s;
+  s.H = std::clamp(in.nHosts, 1, n);
+  s.L = in.hostRanksMax > 0 ? std::min(in.hostRanksMax, n) : (n + s.H - 1) / s.H;
+  s.lmin = in.hostRanksMin > 0 ? std::clamp(in.hostRanksMin, 1, s.L) : s.L;
+  s.k = (s.L + s.lmin - 1) / s.lmin;
+  s.R = std::clamp(in.nicsPerHost, 1, s.lmin);
+  return s;
+}
+
+// A rank of the smallest host holding k rails: its first rail's step ends
+// when the data of all k arrived (they share its NICs fairly), and the
+// other k-1 rails' sends follow one after another: (2k-1)/k of the
+// network time that even hosts take.
+double serialRails(const HostShape& s) { return (2.0 * s.k - 1) / s.k; }
+
+// Per level: (L-1) hops of the host ring at shared-memory pace and (H-1) hops
+// of a rail ring at the network's (k times over: the rails of a rank of the
+// smallest host run in sequence), once per phase (AllReduce has two of
+// each). The network carries (H-1)/H of the bytes per phase and host,
+// spread over the smallest host's NICs.
+CostTerms hierCost(Coll c, const CostInputs& in, double B) {
+  HostShape s = hostShape(in);
+  // An all-gather's rail steps forward blocks the rank already has, so its
+  // rails' sends leave together; only reducing steps wait on their input
+  // (weft-sim, 3 + 1 ranks: ReduceScatter 1.75x the even network time,
+  // AllGather 1.5x).
+  if (c == Coll::AllGather) s.k = 1;
   const double phases = c == Coll::AllReduce ? 2.0 : 1.0;
-  const double lat = phases * ((L - 1) * in.intra.latencyUs + (H - 1) * in.inter.latencyUs);
+  const double lat = phases * ((s.L - 1) * in.intra.latencyUs + (s.H - 1) * s.k * in.inter.latencyUs);
   double bytes = 0;
-  if (L > 1) bytes += phases * (L - 1) / L * B / (1e3 * in.intra.bandwidthGBs);
-  if (H > 1) bytes += phases * (H - 1) / H * B / (1e3 * in.inter.bandwidthGBs * rails);
+  if (s.L > 1) bytes += phases * (s.L - 1) / s.L * B / (1e3 * in.intra.bandwidthGBs);
+  if (s.H > 1) bytes += phases * (s.H - 1) / s.H * B / (1e3 * in.inter.bandwidthGBs * s.R) * serialRails(s);
   return {lat, bytes};
 }
 
@@ -42,27 +70,20 @@ std::array<bool, plan::kNumColls> hierCollectives() {
 // The rail ring's (H-1) hops per phase become a binary tree's depth (up and
 // down, ceil(log2 H) network hops each); an interior rail rank takes its
 // rail block from two children and its parent (3 blocks, as binarytree),
-// spread over the host's NICs.
+// spread over the smallest host's NICs; uneven hosts as in hierCost.
 CostTerms hierTreeCost(Coll, const CostInputs& in, double B) {
-  const int n = std::max(in.nranks, 1);
-  const int H = std::clamp(in.nHosts, 1, n);
-  const int L = (n + H - 1) / H;
-  const int rails = std::clamp(in.nicsPerHost, 1, L);
-  const double depth = H > 1 ? std::ceil(std::log2(double(H))) : 0.0;
-  const double lat = 2 * ((L - 1) * in.intra.latencyUs + depth * in.inter.latencyUs);
+  const HostShape s = hostShape(in);
+  const double depth = s.H > 1 ? std::ceil(std::log2(double(s.H))) : 0.0;
+  const double lat = 2 * ((s.L - 1) * in.intra.latencyUs + depth * s.k * in.inter.latencyUs);
   double bytes = 0;
-  if (L > 1) bytes += 2.0 * (L - 1) / L * B / (1e3 * in.intra.bandwidthGBs);
-  if (H > 1) bytes += 3.0 * B / (1e3 * in.inter.bandwidthGBs * rails);
+  if (s.L > 1) bytes += 2.0 * (s.L - 1) / s.L * B / (1e3 * in.intra.bandwidthGBs);
+  if (s.H > 1) bytes += 3.0 * B / (1e3 * in.inter.bandwidthGBs * s.R) * serialRails(s);
   return {lat, bytes};
 }
 
 // The rail trees carry what the host's reduce-scatter left each local rank:
 // 1/L of the data.
-double hierTreePipelineShare(Coll, const CostInputs& in) {
-  const int n = std::max(in.nranks, 1);
-  const int H = std::clamp(in.nHosts, 1, n);
-  return 1.0 / double((n + H - 1) / H);
-}
+double hierTreePipelineShare(Coll, const CostInputs& in) { return 1.0 / double(hostShape(in).L); }
 
 // On one host it is the host ring alone, with one rank per host a plain
 // binary tree: the ring and binarytree entries already cover those.

@@ -87,11 +87,11 @@ void allGatherPass(ChannelPlan& ch, const Ring& r, Count count, Off dstOff, Buf 
 // Ring AllReduce of [base, base+len) (at most a chunk per member) from src
 // into Recv, as the flat ring's loop: reduce-scatter, then all-gather.
 void allReducePass(ChannelPlan& ch, const Ring& r, Buf src, uint8_t pre, uint8_t fin, uint64_t base, uint64_t len,
-                   uint8_t conn) {
+                   uint64_t unit, uint8_t conn) {
   const int n = r.n(), p = r.pos;
   if (n == 1) return pushCopy(ch, src, base, Buf::Recv, base, len, pre | fin, conn);
   auto at = [&](int64_t i) {
-    Range b = evenPart(len, uint64_t(n), uint64_t(r.wrap(i)));
+    Range b = alignedPart(len, uint64_t(n), uint64_t(r.wrap(i)), unit);
     b.off += base;
     return b;
   };
@@ -167,6 +167,7 @@ struct Ctx {
   Ring host;  // this rank's host, in chain order
   int nHosts = 1;
   uint64_t chunk = 1;
+  uint64_t unit = 1;  // split points fall on multiples of it (splitUnit)
   uint8_t conn = 0;
   bool railTrees = false;  // AllReduce across hosts over a tree per rail, not a ring
 
@@ -197,7 +198,8 @@ Ctx makeCtx(const CollArgs& a, int channel) {
   x.host.ranks = x.lay.hosts[size_t(x.lay.myHost)];
   x.host.pos = x.lay.myLocal;
   x.nHosts = int(x.lay.hosts.size());
-  x.chunk = ringChunkElems(a.geometry, a.elemSize);
+  x.unit = splitUnit(a);
+  x.chunk = alignedChunk(ringChunkElems(a.geometry, a.elemSize), x.unit);
   x.conn = uint8_t(channel);
   return x;
 }
@@ -209,7 +211,7 @@ void allReduceChannel(ChannelPlan& ch, const Ctx& x, Range part) {
   const bool net = x.nHosts > 1;
   auto railBlock = [&](int i) {
     if (i < 0) return Range{};
-    Range b = evenPart(part.count, uint64_t(x.lay.maxLocal), uint64_t(i));
+    Range b = alignedPart(part.count, uint64_t(x.lay.maxLocal), uint64_t(i), x.unit);
     b.off += part.off;
     return b;
   };
@@ -231,7 +233,7 @@ void allReduceChannel(ChannelPlan& ch, const Ctx& x, Range part) {
       }
       const uint64_t loop = x.chunk * uint64_t(r.n());
       for (uint64_t done = 0; done < b.count; done += loop)
-        allReducePass(ch, r, Buf::Recv, 0, kPostOp, b.off + done, std::min(loop, b.count - done), x.conn);
+        allReducePass(ch, r, Buf::Recv, 0, kPostOp, b.off + done, std::min(loop, b.count - done), x.unit, x.conn);
     }
   for (int u = 0; u < x.units(); u++) {
     auto blk = [&](int q) { return railBlock(x.railOf(u, q)); };
@@ -303,9 +305,9 @@ void allGatherChannel(ChannelPlan& ch, const Ctx& x, uint64_t count, Range part)
 Plan singleRank(const CollArgs& a) {
   Plan p = emptyPlan(a);
   const uint8_t flags = a.coll == plan::Coll::AllGather ? 0 : (kPreOp | kPostOp);
-  const int nch = usableChannels(a.nChannels, a.count);
+  const int nch = usableChannels(a);
   for (int c = 0; c < nch; c++) {
-    const Range s = evenPart(a.count, uint64_t(nch), uint64_t(c));
+    const Range s = channelPart(a, nch, c);
     ChannelPlan ch;
     push(ch, plan::copy(Buf::Send, s.off, Buf::Recv, s.off, s.count, flags), 0);
     p.channels.push_back(std::move(ch));
@@ -349,11 +351,11 @@ Plan buildHier(const CollArgs& a, bool railTrees) {
   if (a.geometry.nSlots < 2)
     raise(weftInvalidArgument, "hierarchical: a FIFO of %u slot cannot hold a chunk and leave room", a.geometry.nSlots);
   Plan p = emptyPlan(a);
-  const int nch = usableChannels(a.nChannels, a.count);
+  const int nch = usableChannels(a);
   for (int c = 0; c < nch; c++) {
     Ctx x = makeCtx(a, c);
     x.railTrees = railTrees;
-    const Range part = evenPart(a.count, uint64_t(nch), uint64_t(c));
+    const Range part = channelPart(a, nch, c);
     ChannelPlan ch;
     switch (a.coll) {
       case plan::Coll::AllReduce: allReduceChannel(ch, x, part); break;

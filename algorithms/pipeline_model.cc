@@ -45,11 +45,14 @@ CallShape shapeCall(plan::Coll c, AlgoId a, const CostInputs& in, const plan::Fi
   const int maxCh = std::max(in.maxChannels, 1);
   for (int ch = 1; ch <= maxCh; ch++)
     for (uint64_t s = g.slotBytes;; s /= 2) {
-      const double t = pipelinedUs(c, a, in, ch, s);
-      // A shape must be clearly better (1%) to displace a simpler one.
-      if (t < best.us * 0.99) best = {ch, s, t};
-      // Below the call's size every slice is one piece: nothing changes.
-      if (s / 2 < kMinSliceBytes || (s / 2) % 64 || s / 2 >= in.bytes) break;
+      // Halves that still hold the whole call are one piece, as the slot
+      // is: skip them (to smaller slices, which may pipeline), not stop.
+      if (s == g.slotBytes || s < in.bytes) {
+        const double t = pipelinedUs(c, a, in, ch, s);
+        // A shape must be clearly better (1%) to displace a simpler one.
+        if (t < best.us * 0.99) best = {ch, s, t};
+      }
+      if (s / 2 < kMinSliceBytes || (s / 2) % 64) break;
     }
   return best;
 }

@@ -131,6 +131,9 @@ struct Plan {
   uint64_t sliceBytes = 0;
   // The FIFOs' element format (see Wire); elemSize stays the buffers'.
   Wire wire = Wire::Native;
+  // Pieces cross the FIFOs as LL lines (device executor only: DevProto in
+  // src/exec/cuda/device_layout.h); sliceBytes is then half a slot at most.
+  bool deviceLl = false;
   std::vector<ChannelPlan> channels;
 
   size_t stepCount() const;

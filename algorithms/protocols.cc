@@ -20,12 +20,25 @@ bool simpleCarries(plan::Coll, AlgoId a, const CostInputs& in) {
   return !isOneShot(a) || in.nranks <= kOneShotFifoMaxRanks;
 }
 
+// On device buffers ll is the interpreter's LL (src/exec/cuda/device_ll.cuh):
+// every algorithm's FIFO plan, on one host only, where FIFOs are GPU
+// memory or mapped host memory that the GPU polls itself (no proxy thread
+// that would have to wait for a posted counter).
+bool lowLatencyOnDevice(plan::Coll, AlgoId a, const CostInputs& in) { return !isOneShot(a) && in.nHosts == 1; }
+// Device LL against simple: a hop no longer waits for a fence and a
+// counter (half of the hop latency, assumed), but a line carries 4 data
+// bytes in 8, so the bytes cost twice. Not measured on a GPU.
+double lowLatencyAdjustUs(plan::Coll c, AlgoId a, const CostInputs& in, double us) {
+  if (!in.deviceBuffers) return us;
+  return us + bytesTermUs(c, a, in) - 0.5 * latencyTermUs(c, a, in);
+}
+
 std::vector<ProtoInfo>& table() {
   static std::vector<ProtoInfo> t = [] {
     std::vector<ProtoInfo> v;
     v.reserve(kMaxProtos);
     v.push_back(ProtoInfo{"simple", nullptr, simpleAdjustUs, simpleCarries});
-    v.push_back(ProtoInfo{"ll", lowLatencyCarries, nullptr});
+    v.push_back(ProtoInfo{"ll", lowLatencyCarries, lowLatencyAdjustUs, nullptr, lowLatencyOnDevice});
     return v;
   }();
   return t;
@@ -46,6 +59,13 @@ bool protoSupports(ProtoId p, plan::Coll c, AlgoId a) {
   if (index(p) >= protoCount()) return false;
   const ProtoInfo& info = protoInfo(p);
   return !info.supports || info.supports(c, a);
+}
+
+bool protoCarries(ProtoId p, plan::Coll c, AlgoId a, const CostInputs& in) {
+  if (index(p) >= protoCount()) return false;
+  const ProtoInfo& info = protoInfo(p);
+  if (in.deviceBuffers && info.onDevice) return info.onDevice(c, a, in);
+  return protoSupports(p, c, a) && (!info.carries || info.carries(c, a, in));
 }
 
 std::optional<ProtoId> findProto(std::string_view name) {

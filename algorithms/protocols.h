@@ -2,11 +2,14 @@
 // and its synchronisation). A call is run as (algorithm, protocol, channels,
 // slice); the selector chooses the protocol with the algorithm. Two today:
 // "simple" (a piece is published by a flag after its data, in FIFO slots;
-// every algorithm, oneshot on 2 ranks: one_shot.h) and "ll" (low latency: each 64-byte line
-// carries 56 bytes of data and the call's sequence number, in a shared
-// memory region per communicator; only the one-shot algorithm, on one host;
-// src/exec/host/ll_protocol.h). A new protocol is one entry here plus its
-// support in the executors.
+// every algorithm, oneshot on 2 ranks: one_shot.h) and "ll" (low latency).
+// On host buffers ll is one-shot only: each 64-byte line carries 56 bytes
+// of data and the call's sequence number, in a shared memory region per
+// communicator, on one host (src/exec/host/ll_protocol.h). On device
+// buffers (ProtoInfo::onDevice) ll carries every FIFO algorithm's plan on
+// one host: 8-byte lines of 4 data bytes and a flag in the FIFO slots,
+// polled by the reader (src/exec/cuda/device_ll.cuh). A new protocol is one
+// entry here plus its support in the executors.
 #pragma once
 
 #include <array>
@@ -37,12 +40,19 @@ struct ProtoInfo {
   // pair otherwise, even where WEFT_ALGO forces the algorithm); no
   // function: wherever `supports` says.
   bool (*carries)(plan::Coll c, AlgoId a, const CostInputs& in) = nullptr;
+  // For calls on device buffers (CostInputs::deviceBuffers): whether it
+  // carries the pair there, in place of supports and carries; no function:
+  // as for host buffers.
+  bool (*onDevice)(plan::Coll c, AlgoId a, const CostInputs& in) = nullptr;
 };
 
 int protoCount();
 const ProtoInfo& protoInfo(ProtoId p);
 const char* protoName(ProtoId p);
 bool protoSupports(ProtoId p, plan::Coll c, AlgoId a);
+// Whether p can carry `a` running `c` for this call (buffer kind, layout):
+// what the selector asks.
+bool protoCarries(ProtoId p, plan::Coll c, AlgoId a, const CostInputs& in);
 std::optional<ProtoId> findProto(std::string_view name);
 // Appends a protocol (same rules as registerAlgo); throws weftInvalidArgument.
 ProtoId registerProto(ProtoInfo info);

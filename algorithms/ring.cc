@@ -43,9 +43,9 @@ void push(ChannelPlan& ch, Step s, uint8_t conn) {
 // One loop of AllReduce over [base, base+len): the loop is cut into n blocks,
 // block i belonging to ring position i; reduce-scatter leaves position p
 // owning the full sum of block p+1, all-gather then circulates the sums.
-void allReduceLoop(ChannelPlan& ch, const RingPos& r, uint64_t base, uint64_t len, uint8_t conn) {
+void allReduceLoop(ChannelPlan& ch, const RingPos& r, uint64_t base, uint64_t len, uint64_t unit, uint8_t conn) {
   const int n = r.n, p = r.pos;
-  auto block = [&](int64_t i) { return evenPart(len, n, uint64_t(((i % n) + n) % n)); };
+  auto block = [&](int64_t i) { return alignedPart(len, n, uint64_t(((i % n) + n) % n), unit); };
   auto at = [&](int64_t i) { Range b = block(i); b.off += base; return b; };
 
   Range b = at(p);
@@ -132,9 +132,9 @@ void reduceChain(ChannelPlan& ch, const RingPos& r, int root, Range s, uint8_t c
 Plan singleRank(const CollArgs& a) {
   Plan p = emptyPlan(a);
   uint8_t flags = plan::collInfo(a.coll).reduces ? (kPreOp | kPostOp) : 0;
-  int nch = usableChannels(a.nChannels, a.count);
+  int nch = usableChannels(a);
   for (int c = 0; c < nch; c++) {
-    Range s = evenPart(a.count, nch, c);
+    Range s = channelPart(a, nch, c);
     ChannelPlan ch;
     push(ch, plan::copy(Buf::Send, s.off, Buf::Recv, s.off, s.count, flags), 0);
     p.channels.push_back(std::move(ch));
@@ -164,18 +164,18 @@ Plan buildRing(const CollArgs& a) {
     raise(weftInvalidArgument, "ring: a FIFO of %u slot cannot hold a chunk and leave room", a.geometry.nSlots);
 
   Plan p = emptyPlan(a);
-  const uint64_t chunk = ringChunkElems(a.geometry, a.elemSize);
-  const int nch = usableChannels(a.nChannels, a.count);
+  const uint64_t chunk = alignedChunk(ringChunkElems(a.geometry, a.elemSize), splitUnit(a));
+  const int nch = usableChannels(a);
   for (int c = 0; c < nch; c++) {
     const uint8_t conn = uint8_t(c);
     const RingPos r = ringPos(a, c);  // channels may follow different rings (NICs)
-    const Range slice = evenPart(a.count, nch, c);
+    const Range slice = channelPart(a, nch, c);
     ChannelPlan ch;
     switch (a.coll) {
       case plan::Coll::AllReduce: {
         const uint64_t loop = chunk * uint64_t(r.n);
         for (uint64_t done = 0; done < slice.count; done += loop)
-          allReduceLoop(ch, r, slice.off + done, std::min(loop, slice.count - done), conn);
+          allReduceLoop(ch, r, slice.off + done, std::min(loop, slice.count - done), splitUnit(a), conn);
         break;
       }
       case plan::Coll::ReduceScatter:

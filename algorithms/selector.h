@@ -1,6 +1,9 @@
-// Selection: for each call, the cheapest (algorithm, protocol) by the cost
-// model among those WEFT_ALGO and WEFT_PROTO allow, then its channels and
-// slice by the pipeline model.
+// Selection: for each call, the (algorithm, protocol) among those WEFT_ALGO
+// and WEFT_PROTO allow whose call is fastest as it would run: each
+// algorithm's channels and slice by the pipeline model (shapeCall), ranked
+// by that shape's pipelined time; a measured curve where one matches the
+// communicator, and the one-shot algorithm's own estimate, rank those
+// (docs/tuning.md, "What the selector ranks by").
 //
 // WEFT_ALGO and WEFT_PROTO take NCCL-style lists (selection_list.h):
 // "ring,tree", "^tree", "ring;allreduce:tree,ring". Algorithm names are the
@@ -41,7 +44,8 @@ std::string ignoredCollectives(const AlgoFilter& f);
 // Throws weftInvalidArgument naming the bad token.
 AlgoFilter parseAlgoFilter(const std::string& spec);
 
-// The allowed, supporting algorithm with the least estimated time; throws
+// The allowed, supporting algorithm that selectCall would rank first for
+// the default FIFO geometry (protocols aside); throws
 // weftInvalidUsage when the filter leaves none for this collective.
 AlgoId selectAlgo(plan::Coll c, const CostInputs& in, const AlgoFilter& f);
 

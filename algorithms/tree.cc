@@ -89,8 +89,8 @@ Plan buildTree(const CollArgs& a, const std::vector<int>& parentIn) {
   Plan p = emptyPlan(a);
   if (a.count == 0) return p;
   TreeLinks me = treeLinks(parent, a.rank);
-  const int nch = usableChannels(a.nChannels, a.count);
-  for (int c = 0; c < nch; c++) appendTreeAllReduce(p, me, evenPart(a.count, nch, c), uint8_t(c));
+  const int nch = usableChannels(a);
+  for (int c = 0; c < nch; c++) appendTreeAllReduce(p, me, channelPart(a, nch, c), uint8_t(c));
   return p;
 }
 

@@ -14,12 +14,14 @@
 
 namespace weft {
 
-ProxyService::ProxyService(std::string name, int64_t sleepSliceNs, bool spin, int logRank) : name_(std::move(name)) {
+ProxyService::ProxyService(std::string name, int64_t sleepSliceNs, bool spin, int logRank, bool yield)
+    : name_(std::move(name)) {
   // A thread beside the ranks: a core per rank leaves none for it, so it
   // never spins alone.
-  knobs_ = waitKnobs(/*ownCore=*/false);
+  knobs_ = waitKnobs();
   knobs_.sleepSliceNs = sleepSliceNs;
   if (!spin) knobs_.spins = 0;
+  if (!yield) knobs_.yieldNs = 0;
   wakeFd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (wakeFd_ < 0) raiseErrno("eventfd (proxy service)");
   try {

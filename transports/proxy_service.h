@@ -50,8 +50,12 @@ class ProxyService {
   // without a ring are seen within it.
   // `spin`: whether the service spins before it yields (false where a pass
   // is system calls rather than looks at memory). `logRank`: the rank the
-  // thread's log lines name (-1: none).
-  ProxyService(std::string name, int64_t sleepSliceNs, bool spin = true, int logRank = -1);
+  // thread's log lines name (-1: none). `yield`: whether it yields the core
+  // before it naps (false: it naps, in poll() where tasks name descriptors,
+  // as soon as a pass moves nothing; the socket transport's receiving
+  // service where ranks outnumber cores, whose yields would only keep the
+  // cores from the ranks that would send).
+  ProxyService(std::string name, int64_t sleepSliceNs, bool spin = true, int logRank = -1, bool yield = true);
   ~ProxyService();  // stops and joins the thread; every task must be removed
   ProxyService(const ProxyService&) = delete;
   ProxyService& operator=(const ProxyService&) = delete;

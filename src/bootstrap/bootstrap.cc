@@ -49,11 +49,11 @@ bool lockBefore(std::unique_lock<std::mutex>& lock, Deadline deadline) {
 class SocketBootstrap final : public Bootstrap, private Inbox::Sink {
  public:
   SocketBootstrap(int rank, int nranks, const Secret& secret, int64_t timeoutMs, Socket listener,
-                  std::vector<SocketAddress> table)
+                  std::vector<SocketAddress> table, int32_t jobNonce)
       : rank_(rank), nranks_(nranks), secret_(secret), timeoutMs_(timeoutMs), table_(std::move(table)),
-        mailbox_(nranks), maxConns_(maxOutgoingConnections()) {
+        peerKey_(derivePeerKey(secret, jobNonce, table_)), mailbox_(nranks), maxConns_(maxOutgoingConnections()) {
     for (int i = 0; i < nranks; ++i) out_.push_back(std::make_unique<Outgoing>());
-    inbox_ = std::make_unique<Inbox>(rank, nranks, secret, std::move(listener), static_cast<Inbox::Sink*>(this));
+    inbox_ = std::make_unique<Inbox>(rank, nranks, peerKey_, std::move(listener), static_cast<Inbox::Sink*>(this));
   }
 
   ~SocketBootstrap() override {
@@ -70,6 +70,7 @@ class SocketBootstrap final : public Bootstrap, private Inbox::Sink {
   int rank() const override { return rank_; }
   int nranks() const override { return nranks_; }
   const Secret& secret() const override { return secret_; }
+  const Secret& peerKey() const override { return peerKey_; }
   std::string peerAddress(int peer) const override {
     return peer >= 0 && peer < nranks_ ? table_[peer].str() : std::string();
   }
@@ -376,7 +377,7 @@ class SocketBootstrap final : public Bootstrap, private Inbox::Sink {
     makeRoom(peer, deadline);
     Socket s = connectTo(table_[peer], deadline, stop, false);
     handshake::Session session =
-        handshake::connectSide(s.fd(), secret_, handshake::Purpose::kPeer, deadline, stop, what);
+        handshake::connectSide(s.fd(), peerKey_, handshake::Purpose::kPeer, deadline, stop, what);
     PeerHello h{kPeerHelloMagic, kVersion, rank_, nranks_};
     handshake::sendSigned(s.fd(), session.toAcceptor, &h, sizeof(h), deadline, stop, what.c_str());
     o.sock = std::move(s);
@@ -442,6 +443,7 @@ class SocketBootstrap final : public Bootstrap, private Inbox::Sink {
   const Secret secret_;
   const int64_t timeoutMs_;
   const std::vector<SocketAddress> table_;
+  const Secret peerKey_;  // rank-to-rank handshakes: this set-up's members only (after table_)
   Mailbox mailbox_;
   const int maxConns_;
   std::vector<std::unique_ptr<Outgoing>> out_;
@@ -464,7 +466,7 @@ class SocketBootstrap final : public Bootstrap, private Inbox::Sink {
 
 // The root's answer: the address table when every rank joined, else why not.
 std::vector<SocketAddress> readRootReply(int fd, handshake::StreamMac& mac, int rank, int nranks, Deadline deadline,
-                                         int64_t timeoutMs, const std::string& rootName) {
+                                         int64_t timeoutMs, const std::string& rootName, int32_t* jobNonce) {
   RootReply r;
   int err = 0;
   IoStatus st = tryRecvAll(fd, &r, sizeof(r), deadline, StopFlags{}, &err);
@@ -488,6 +490,7 @@ std::vector<SocketAddress> readRootReply(int fd, handshake::StreamMac& mac, int 
   if (!mac.verify(&r, sizeof(r), table.data(), table.size() * sizeof(SocketAddress), tag))
     raise(weftRemoteError, "bootstrap rank %d: %s: reply failed its integrity check", rank, rootName.c_str());
   checkRootReply(r, rank, nranks, rootName);
+  *jobNonce = r.jobNonce;
   return table;
 }
 
@@ -523,10 +526,12 @@ std::unique_ptr<Bootstrap> Bootstrap::join(const weftUniqueId& id, int rank, int
       handshake::connectSide(root.fd(), secret, handshake::Purpose::kRoot, deadline, StopFlags{}, rootName);
   RootHello h{kRootHelloMagic, kVersion, rank, nranks, listenAddr};
   handshake::sendSigned(root.fd(), session.toAcceptor, &h, sizeof(h), deadline, StopFlags{}, rootName.c_str());
+  int32_t jobNonce = 0;
   std::vector<SocketAddress> table = readRootReply(root.fd(), session.toConnector, rank, nranks, deadline,
-                                                   timeoutMs, rootName);
+                                                   timeoutMs, rootName, &jobNonce);
   WEFT_INFO(kBootstrap, "bootstrap rank %d/%d: joined", rank, nranks);
-  return std::make_unique<SocketBootstrap>(rank, nranks, secret, timeoutMs, std::move(listener), std::move(table));
+  return std::make_unique<SocketBootstrap>(rank, nranks, secret, timeoutMs, std::move(listener), std::move(table),
+                                           jobNonce);
 }
 
 }  // namespace weft

@@ -52,6 +52,9 @@ class Bootstrap {
   virtual int rank() const = 0;
   virtual int nranks() const = 0;
   virtual const Secret& secret() const = 0;
+  // The key of rank-to-rank bootstrap handshakes (bootstrap_wire::
+  // derivePeerKey): known only to the processes the root admitted.
+  virtual const Secret& peerKey() const { return secret(); }
   // Where rank `peer` accepts bootstrap connections, "ip:port" (for logs).
   virtual std::string peerAddress(int peer) const { return std::string(); }
 

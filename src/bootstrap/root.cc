@@ -40,7 +40,9 @@ class Root {
  public:
   Root(Socket listener, SocketAddress addr, const Secret& secret, int64_t timeoutMs)
       : listener_(std::move(listener)), addr_(addr), secret_(secret), timeoutMs_(timeoutMs),
-        deadline_(Deadline::after(timeoutMs)) {}
+        deadline_(Deadline::after(timeoutMs)) {
+    randomBytes(&jobNonce_, sizeof jobNonce_);
+  }
 
   void run() {
     WEFT_INFO(kBootstrap, "bootstrap root listening on %s (timeout %ld ms)", addr_.str().c_str(),
@@ -50,7 +52,7 @@ class Root {
       for (;;) {
         SocketAddress from;
         int limitErr = 0;
-        Socket s = acceptFrom(listener_, deadline_, StopFlags{&allJoined_, nullptr}, &from, &limitErr);
+        Socket s = acceptFrom(listener_, deadline_, StopFlags{&allJoined_, &conflict_}, &from, &limitErr);
         if (limitErr) {
           // Descriptors may come back as handlers finish: keep trying, but
           // answer the ranks that joined a while before their own deadlines
@@ -67,7 +69,7 @@ class Root {
       WEFT_WARN("bootstrap root at %s: %s", addr_.str().c_str(), e.what());
     }
     finish();
-    if (!allJoined_.load()) serveLateRanks(handlers);
+    if (!allJoined_.load() || conflict_.load()) serveLateRanks(handlers);
     for (auto& h : handlers) h.thread.join();
     std::lock_guard<std::mutex> lock(registry().mu);
     registry().running.erase(addr_.str());
@@ -143,11 +145,14 @@ class Root {
   // How long before its deadline a root short of descriptors answers.
   int64_t limitMarginNs() const { return std::min<int64_t>(timeoutMs_ / 5, 2000) * 1000000; }
 
-  RootStatus failureStatus() const { return limitHit_.empty() ? kRootTimedOut : kRootOutOfResources; }
+  RootStatus failureStatus() const {
+    if (!conflictNote_.empty()) return kRootDuplicateRank;
+    return limitHit_.empty() ? kRootTimedOut : kRootOutOfResources;
+  }
 
   static void reply(Joined& j, RootStatus status, int32_t nranks, const void* table = nullptr,
-                    size_t tableBytes = 0, int64_t waitMs = 1000) {
-    RootReply r{kRootReplyMagic, status, nranks, 0};
+                    size_t tableBytes = 0, int64_t waitMs = 1000, int32_t jobNonce = 0) {
+    RootReply r{kRootReplyMagic, status, nranks, jobNonce};
     uint8_t tag[handshake::kMacBytes];
     j.replyMac.sign(&r, sizeof(r), table, tableBytes, tag);
     const Deadline d = Deadline::after(waitMs);
@@ -180,10 +185,24 @@ class Root {
   void admit(Joined j, const RootHello& h, const SocketAddress& from) {
     std::unique_lock<std::mutex> lock(mu_);
     if (finished_) {
-      const RootStatus status = failureStatus();
+      // After the table went out, a claim of a rank that joined is the
+      // same conflict, found too late to stop the others.
+      const bool claimed = h.rank < nranks_ && ranks_[h.rank].sock.valid();
+      const RootStatus status = claimed ? kRootDuplicateRank : failureStatus();
       lock.unlock();
-      WEFT_WARN("bootstrap: rank %d from %s arrived after the root's %ld ms deadline", h.rank, from.str().c_str(),
-                static_cast<long>(timeoutMs_));
+      if (claimed && !conflictNote_.empty())
+        WEFT_WARN("bootstrap: rank %d from %s arrived after the set-up stopped (%s)", h.rank, from.str().c_str(),
+                  conflictNote_.c_str());
+      else if (claimed)
+        WEFT_WARN("bootstrap root at %s: rank %d, which joined already, was claimed again from %s after every rank "
+                  "joined: a duplicate launch or a process impersonating that rank (one of them has its place)",
+                  addr_.str().c_str(), h.rank, from.str().c_str());
+      else if (!conflictNote_.empty())
+        WEFT_WARN("bootstrap: rank %d from %s arrived after the set-up stopped (%s)", h.rank, from.str().c_str(),
+                  conflictNote_.c_str());
+      else
+        WEFT_WARN("bootstrap: rank %d from %s arrived after the root's %ld ms deadline", h.rank, from.str().c_str(),
+                  static_cast<long>(timeoutMs_));
       reply(j, status, h.nranks);
       return;
     }
@@ -200,9 +219,16 @@ class Root {
       return;
     }
     if (ranks_[h.rank].sock.valid()) {
+      // Both proved the secret: a second launch of the job, or a process
+      // claiming a rank not its own. The root cannot tell which one is the
+      // real rank, so nobody gets a table that may name the wrong one.
+      conflictNote_ = "rank " + std::to_string(h.rank) + " was claimed by a process listening at " +
+                      addrs_[h.rank].str() + " and again from " + from.str();
       lock.unlock();
-      WEFT_WARN("bootstrap: rejected connection from %s: rank %d already joined", from.str().c_str(), h.rank);
+      WEFT_WARN("bootstrap root at %s: %s: a duplicate launch or a process impersonating that rank; stopping the "
+                "job's set-up", addr_.str().c_str(), conflictNote_.c_str());
       reply(j, kRootDuplicateRank, nranks_);
+      conflict_.store(true);
       return;
     }
     WEFT_TRACE(kBootstrap, "bootstrap root: rank %d/%d joined from %s, listens on %s", h.rank, h.nranks,
@@ -216,9 +242,14 @@ class Root {
   void finish() {
     std::lock_guard<std::mutex> lock(mu_);
     finished_ = true;
+    if (!conflictNote_.empty()) {
+      for (auto& j : ranks_)
+        if (j.sock.valid()) reply(j, kRootDuplicateRank, nranks_);
+      return;
+    }
     if (nranks_ > 0 && joined_ == nranks_) {
       for (auto& j : ranks_)
-        reply(j, kRootOk, nranks_, addrs_.data(), addrs_.size() * sizeof(SocketAddress), timeoutMs_);
+        reply(j, kRootOk, nranks_, addrs_.data(), addrs_.size() * sizeof(SocketAddress), timeoutMs_, jobNonce_);
       WEFT_INFO(kBootstrap, "bootstrap root at %s: all %d ranks joined", addr_.str().c_str(), nranks_);
       return;
     }
@@ -244,9 +275,12 @@ class Root {
   int64_t timeoutMs_;
   Deadline deadline_;
   std::atomic<bool> allJoined_{false};
+  std::atomic<bool> conflict_{false};  // two hellos claimed one rank: set-up stops
+  int32_t jobNonce_ = 0;  // in the table's reply: part of the ranks' peer key (bootstrap.cc)
   std::mutex mu_;
   bool finished_ = false;  // the table or the timeout went out; later ranks are told they are late
   std::string limitHit_;   // under mu_: the process limit that kept the root from serving a rank
+  std::string conflictNote_;  // under mu_: which rank two hellos claimed, from where
   int32_t nranks_ = 0;
   int32_t joined_ = 0;
   std::vector<Joined> ranks_;

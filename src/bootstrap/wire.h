@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include "src/bootstrap/bootstrap.h"
 #include "src/util/socket.h"
@@ -64,7 +65,7 @@ struct RootReply {
   uint32_t magic;
   int32_t status;
   int32_t nranks;
-  int32_t pad;
+  int32_t jobNonce;  // kRootOk: random per set-up, part of the ranks' peer key
 };
 
 // Rank -> rank after the handshake, followed by its MAC.
@@ -116,6 +117,12 @@ constexpr int64_t kHelloTimeoutMs = 5000;
 // the message is acceptable, else what is wrong with it.
 
 // A unique id handed in by the application: magic, version, root address.
+// The key ranks prove to each other: the secret, bound to one set-up by the
+// root's random nonce and table of every rank's listening address. A process
+// that holds the secret but was not admitted by the root (a stale or second
+// launch, a process scanning ports) cannot connect to a rank as a rank.
+Secret derivePeerKey(const Secret& secret, int32_t jobNonce, const std::vector<SocketAddress>& table);
+
 std::string uniqueIdProblem(const UniqueIdLayout& l);
 // A rank's hello at the root.
 std::string rootHelloProblem(const RootHello& h);

@@ -1,8 +1,11 @@
 // Checks of the bootstrap's messages (wire.h), apart from the I/O.
+#include <cstring>
 #include <string>
+#include <vector>
 
 #include "src/bootstrap/wire.h"
 #include "src/util/error.h"
+#include "src/util/sha256.h"
 
 namespace weft::bootstrap_wire {
 
@@ -39,12 +42,25 @@ size_t rootReplyTableEntries(const RootReply& r, int nranks) {
   return r.status == kRootOk && r.nranks == nranks ? static_cast<size_t>(nranks) : 0;
 }
 
+Secret derivePeerKey(const Secret& secret, int32_t jobNonce, const std::vector<SocketAddress>& table) {
+  static const char kLabel[] = "weft bootstrap peer key v1";
+  HmacSha256 mac(secret.data(), secret.size());
+  mac.update(kLabel, sizeof kLabel).update(&jobNonce, sizeof jobNonce);
+  mac.update(table.data(), table.size() * sizeof(SocketAddress));
+  const Digest256 d = mac.finish();
+  Secret key;
+  std::memcpy(key.data(), d.data(), key.size());
+  return key;
+}
+
 namespace {
 
 const char* rootStatusText(int32_t status) {
   switch (status) {
     case kRootNranksMismatch: return "nranks differs from the other ranks'";
-    case kRootDuplicateRank: return "another process already joined with this rank";
+    case kRootDuplicateRank:
+      return "two processes claimed the same rank (a duplicate launch, or a process holding the secret that "
+             "impersonates a rank; the root's log names the rank and both addresses), so the root stopped the set-up";
     case kRootTimedOut: return "the root timed out before every rank joined";
     case kRootOutOfResources:
       return "the root's process ran out of descriptors or threads while the ranks joined (raise ulimit -n / "

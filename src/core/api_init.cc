@@ -8,6 +8,7 @@
 #include "src/core/comm.h"
 #include "src/core/diagnose.h"
 #include "src/core/host_stream.h"
+#include "src/core/launch.h"
 #include "src/exec/cuda/device_route.h"
 #include "src/util/clock.h"
 #include "src/util/settings.h"
@@ -202,6 +203,19 @@ WEFT_API weftResult_t weftCommAbort(weftComm_t comm) {
     drain(comm, comm->timeoutMs);
     unregisterComm(comm);
     delete comm;
+    return weftSuccess;
+  });
+}
+
+WEFT_API weftResult_t weftCommWarmup(weftComm_t comm) {
+  if (weftResult_t r = checkComm(comm, "weftCommWarmup")) return r;
+  if (weftResult_t e = comm->getAsyncError()) {
+    WEFT_WARN("weftCommWarmup: the communicator already failed: %s", weftGetErrorString(e));
+    return e;
+  }
+  return guarded([&] {
+    setLogRank(comm->rank);
+    warmUpDevicePath(comm);
     return weftSuccess;
   });
 }

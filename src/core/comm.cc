@@ -27,6 +27,7 @@
 #include "src/topology/detect.h"
 #include "src/topology/topo_file.h"
 #include "src/util/settings.h"
+#include "src/util/doorbell.h"
 #include "src/util/error.h"
 #include "src/util/log.h"
 
@@ -422,6 +423,13 @@ int placeOnHosts(weftComm* comm) {
   int local = 0;
   for (const PeerInfo& p : comm->peers) local += p.hostHash == self.hostHash;
   comm->oversubscribed = local > ncpu;
+  const std::string spin = comm->config.get(settings::kSpin).value_or("auto");
+  std::optional<SpinMode> mode = parseSpinMode(spin);
+  if (!mode) {
+    WEFT_WARN("WEFT_SPIN=%s is not auto, 1 (busy) or 0 (yield): using auto", spin.c_str());
+    mode = SpinMode::Auto;
+  }
+  comm->busyPoll = busyPolls(*mode, local, ncpu);
   return static_cast<int>(hosts.size());
 }
 
@@ -440,6 +448,10 @@ void agreeOnCosts(weftComm* comm, int nHosts) {
   comm->costBase = all[0];
   comm->costBase.nranks = comm->nranks;
   comm->costBase.nHosts = nHosts;
+  std::vector<int> perHost(size_t(std::max(nHosts, 1)), 0);
+  for (int h : comm->hostOf) perHost[size_t(h)]++;
+  comm->costBase.hostRanksMin = *std::min_element(perHost.begin(), perHost.end());
+  comm->costBase.hostRanksMax = *std::max_element(perHost.begin(), perHost.end());
   comm->costBase.maxChannels = comm->nChannels;
   const algo::CostInputs& c = comm->costBase;
   if (c.measuredRanks > 0 && (c.measuredRanks != c.nranks || c.measuredHosts != c.nHosts))

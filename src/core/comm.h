@@ -86,6 +86,9 @@ struct weftComm {
   std::vector<int> hostOf;
   // More ranks on this host than CPUs this process may run on.
   bool oversubscribed = true;
+  // This rank's waits busy-poll at first (WEFT_SPIN; by default when it is
+  // not oversubscribed), else they yield soon (rankWaitKnobs).
+  bool busyPoll = false;
 
   // From the topology (src/topology/comm_topo.h), identical on every rank:
   // the ring order per channel (host-contiguous, devices ordered by their

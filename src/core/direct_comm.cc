@@ -87,7 +87,7 @@ void DirectComm::barrier() {
   regions[size_t(me)]->barrier.store(b, std::memory_order_release);
   for (int q = 0; q < comm_->nranks; q++)
     if (q != me) ringIfSleeping(comm_->peerBells[size_t(q)]);
-  const WaitKnobs knobs = waitKnobs(!comm_->oversubscribed);
+  const WaitKnobs knobs = rankWaitKnobs(comm_->busyPoll);
   for (int q = 0; q < comm_->nranks; q++) {
     if (q == me) continue;
     DirectRegion* r = regions[size_t(q)];
@@ -126,7 +126,7 @@ bool DirectComm::agree(const OpDesc& op, const PinnedBuffers& pins) {
   slot.seq.store(s, std::memory_order_release);
   for (int q = 0; q < n; q++)
     if (q != me) ringIfSleeping(comm_->peerBells[size_t(q)]);
-  const WaitKnobs knobs = waitKnobs(!comm_->oversubscribed);
+  const WaitKnobs knobs = rankWaitKnobs(comm_->busyPoll);
   for (int q = 0; q < n; q++) {
     if (q == me) continue;
     const DirectSlot& t = regions[size_t(q)]->slot[s & 1];

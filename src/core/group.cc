@@ -21,6 +21,12 @@ struct PendingGroup {
 
 thread_local PendingGroup tlsGroup;
 
+}  // namespace
+
+bool inGroup() { return tlsGroup.depth > 0; }
+
+namespace {
+
 // Runs one communicator's batch, turning errors into result codes. A failure
 // that leaves the communicator unusable (a dead peer, a timeout, a mismatch)
 // becomes its asynchronous error.
@@ -137,7 +143,7 @@ weftResult_t submit(const OpDesc& op, weftStream_t stream) {
       const weftResult_t r = runGuarded(op.comm, one);
       inflightAdd(op.comm, -1);
       return r;
-    });
+    }, op.comm->busyPoll);
     return weftSuccess;
   }
   return dispatch({op}, stream);

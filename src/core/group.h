@@ -19,6 +19,9 @@ weftResult_t submit(const OpDesc& op, weftStream_t stream);
 // Not inside a group (weftInvalidUsage): its inner calls would be held.
 weftResult_t submitTask(const char* fn, weftComm_t comm, weftStream_t stream, std::function<weftResult_t()> task);
 
+// Whether this thread is between weftGroupStart and its weftGroupEnd.
+bool inGroup();
+
 weftResult_t groupStart();
 weftResult_t groupEnd();
 

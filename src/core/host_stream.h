@@ -2,6 +2,7 @@
 // worker thread, so the caller can overlap compute with communication.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -19,8 +20,10 @@ class HostStream {
 
   // Queues `task`; it runs after everything queued before it. A task returns
   // its result; the first failure is remembered and reported by
-  // synchronize/query.
-  void enqueue(std::function<weftResult_t()> task);
+  // synchronize/query. `busyRank`: the task's communicator busy-polls
+  // (weftComm::busyPoll), so its ranks have a core each and work queued here
+  // finishes soon; synchronize then yields while it waits (below).
+  void enqueue(std::function<weftResult_t()> task, bool busyRank = false);
   weftResult_t synchronize();
   weftResult_t query();
 
@@ -33,6 +36,10 @@ class HostStream {
   std::condition_variable workCv_;
   std::condition_variable idleCv_;
   std::deque<std::function<weftResult_t()>> queue_;
+  // Tasks queued or running, and whether the last one queued came from a
+  // busy-polling rank: read without the lock by synchronize's first phase.
+  std::atomic<int> pending_{0};
+  std::atomic<bool> busyRank_{false};
   bool running_ = false;  // a task is executing
   bool stop_ = false;
   weftResult_t error_ = weftSuccess;

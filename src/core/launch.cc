@@ -18,10 +18,12 @@
 #include "src/core/connections.h"
 #include "src/core/device_channels.h"
 #include "src/core/diagnose.h"
+#include "src/core/group.h"
 #include "src/core/direct_comm.h"
 #include "src/core/ll_comm.h"
 #include "src/core/plan_cache.h"
 #include "src/core/trace.h"
+#include "src/exec/cuda/device_layout.h"
 #include "src/exec/cuda/device_route.h"
 #include "src/exec/host/host_executor.h"
 #include "src/util/clock.h"
@@ -38,7 +40,7 @@ HostExecContext execContext(weftComm_t comm) {
   ctx.abortFlag = &comm->aborting;
   ctx.asyncError = [comm] { return comm->getAsyncError(); };
   ctx.timeoutMs = comm->timeoutMs;
-  ctx.oversubscribed = comm->oversubscribed;
+  ctx.busyPoll = comm->busyPoll;
   ctx.rank = comm->rank;
   if (comm->trace) {
     ctx.trace = comm->trace->buffer();
@@ -152,6 +154,7 @@ algo::CallChoice chooseAlgo(weftComm_t comm, const OpDesc& op) {
   }
   algo::CostInputs in = comm->costBase;
   in.bytes = busBytes(op, comm->nranks);
+  in.deviceBuffers = op.device;
   algo::CallChoice choice =
       op.device ? algo::selectCall(op.coll, in, comm->deviceAlgoFilter, comm->geometry, comm->deviceProtoFilter)
                 : algo::selectCall(op.coll, in, comm->algoFilter, comm->geometry, comm->protoFilter);
@@ -172,6 +175,34 @@ plan::Plan buildPlan(algo::AlgoId which, const algo::CollArgs& a) {
   return algo::algoInfo(which).build(a);
 }
 
+// Device LL pieces travel on FIFOs of their own (connection index +
+// kLlConnBase): a FIFO that carried simple pieces holds bytes that could
+// read as LL flags. Step::conn is 8 bits, so plans of up to 128 connection
+// indices (device calls use at most 64 channels) can move.
+constexpr int kLlConnBase = 128;
+void useLlConnections(plan::Plan& p) {
+  p.deviceLl = true;
+  for (auto& ch : p.channels)
+    for (auto& st : ch.steps) {
+      if (!st.nRecv && !st.nSend) continue;
+      if (st.conn >= kLlConnBase) raise(weftInternalError, "device ll: connection index %d past %d", st.conn, kLlConnBase);
+      st.conn = static_cast<uint8_t>(st.conn + kLlConnBase);
+    }
+}
+
+// Whether a device call runs LL. A slot then carries half its bytes of
+// data, so the plan is cut for pieces that fit; past 64 channels (a double
+// tree's connection indices + kLlConnBase must fit 8 bits) it runs simple.
+bool useDeviceLl(const OpDesc& op, algo::CallChoice& choice, algo::CollArgs& a, const plan::FifoGeometry& g) {
+  if (!op.device || choice.proto != algo::kLowLatency) return false;
+  if (a.nChannels * 2 > kLlConnBase) {
+    choice.proto = algo::kSimple;
+    return false;
+  }
+  a.geometry.slotBytes = std::min<uint64_t>(a.geometry.slotBytes, g.slotBytes / 2);
+  return true;
+}
+
 // What every plan builder is told about a call, whichever algorithm runs it.
 algo::CollArgs callArgs(weftComm_t comm, const OpDesc& op) {
   algo::CollArgs a;
@@ -181,6 +212,9 @@ algo::CollArgs callArgs(weftComm_t comm, const OpDesc& op) {
   a.count = op.count;
   a.elemSize = static_cast<uint32_t>(kernels::typeSize(op.type));
   a.root = op.root;
+  // Device plans split buffers on the kernel's vector size, so an aligned
+  // buffer's blocks stay aligned; host plans split anywhere, as before.
+  if (op.device) a.alignBytes = cuda::kDeviceSplitAlignBytes;
   return a;
 }
 
@@ -227,7 +261,7 @@ TracedCall runCollective(weftComm_t comm, const OpDesc& op) {
     choice.algo = algo::kRing;
     choice.proto = algo::kSimple;
     a.elemSize = plan::wireElemSize(op.wire, a.elemSize);
-  } else if (choice.proto == algo::kLowLatency) {  // a size past the fast path's limit (never device buffers)
+  } else if (choice.proto == algo::kLowLatency && !op.device) {  // a size past the fast path's limit
     runLowLatency(comm, op);
     return kLlCall;
   }
@@ -235,6 +269,7 @@ TracedCall runCollective(weftComm_t comm, const OpDesc& op) {
   a.nChannels = choice.shape.nChannels;
   a.geometry = comm->geometry;
   a.geometry.slotBytes = choice.shape.sliceBytes;
+  const bool deviceLl = useDeviceLl(op, choice, a, comm->geometry);
   // Topology-ordered rings (host-contiguous), one per channel so channels
   // spread over the NICs; the double tree and hier follow each channel's order too. The plan cache needs
   // no key for them because a communicator's orders never change. They are
@@ -249,6 +284,7 @@ TracedCall runCollective(weftComm_t comm, const OpDesc& op) {
     }
     ordered.hostOf = comm->hostOf;
     plan::Plan built = buildPlan(which, ordered);
+    if (deviceLl) useLlConnections(built);
     if (op.wire != plan::Wire::Native) {
       built.wire = op.wire;
       built.elemSize = static_cast<uint32_t>(kernels::typeSize(op.type));
@@ -345,12 +381,15 @@ bool everyRankSetsUpDevices(weftComm_t comm) {
 
 }  // namespace
 
-void setUpDevicePath(weftComm_t comm) {
-  if (!everyRankSetsUpDevices(comm)) return;
-  if (comm->nranks == 1) return cuda::setUpDeviceAtInit(comm, nullptr);
+namespace {
+
+// A device AllReduce large enough to use every device channel, as every
+// rank plans it (orders, hosts).
+algo::CollArgs largeDeviceArgs(weftComm_t comm) {
   OpDesc op;
   op.coll = plan::Coll::AllReduce;
-  op.count = size_t(comm->nranks) * comm->deviceChannels;
+  // At least one split unit per rank and channel, so every channel is used.
+  op.count = size_t(comm->nranks) * comm->deviceChannels * cuda::kDeviceSplitAlignBytes;
   op.device = true;
   algo::CollArgs a = callArgs(comm, op);
   a.nChannels = comm->deviceChannels;  // the most a large device call uses
@@ -360,6 +399,47 @@ void setUpDevicePath(weftComm_t comm) {
     a.channelOrders = comm->ringOrders;
   }
   a.hostOf = comm->hostOf;
+  return a;
+}
+
+// Every shape of device call: each collective x algorithm the device
+// filters allow on this layout, on the ll connections too where ll can
+// carry it, AllToAll, and Send/Recv with every peer. Every rank builds the
+// same list.
+std::vector<plan::Plan> deviceCallShapes(weftComm_t comm) {
+  algo::CollArgs a = largeDeviceArgs(comm);
+  algo::CostInputs in = comm->costBase;
+  in.deviceBuffers = true;
+  std::vector<plan::Plan> out;
+  for (plan::Coll c : {plan::Coll::AllReduce, plan::Coll::ReduceScatter, plan::Coll::AllGather,
+                       plan::Coll::Broadcast, plan::Coll::Reduce}) {
+    a.coll = c;
+    for (int i = 0; i < algo::algoCount(); i++) {
+      const algo::AlgoId id = algo::AlgoId(i);
+      if (!comm->deviceAlgoFilter.allows(c, id) || !algo::algoApplies(id, c, in)) continue;
+      out.push_back(algo::algoInfo(id).build(a));
+      if (comm->deviceProtoFilter.allows(c, algo::kLowLatency) && algo::protoCarries(algo::kLowLatency, c, id, in)) {
+        out.push_back(out.back());
+        useLlConnections(out.back());
+      }
+    }
+  }
+  a.coll = plan::Coll::AllToAll;
+  out.push_back(algo::buildAllToAll(a));
+  std::vector<algo::P2POp> calls;
+  for (int peer = 0; peer < comm->nranks; peer++)
+    for (bool isSend : {true, false})
+      if (peer != comm->rank) calls.push_back({.isSend = isSend, .peer = peer, .count = 1});
+  out.push_back(algo::buildP2P(comm->nranks, comm->rank, 1, calls));
+  return out;
+}
+
+}  // namespace
+
+void setUpDevicePath(weftComm_t comm) {
+  if (!everyRankSetsUpDevices(comm)) return;
+  if (comm->nranks == 1) return cuda::setUpDeviceAtInit(comm, nullptr);
+  const algo::CollArgs a = largeDeviceArgs(comm);
   // The ring's edges are the ones most device calls use (AllReduce,
   // AllGather, ReduceScatter rings); other shapes connect on first use.
   // Every rank connects them, a rank without a GPU too (its end of an IB
@@ -367,6 +447,16 @@ void setUpDevicePath(weftComm_t comm) {
   const plan::Plan ring = algo::algoInfo(algo::kRing).build(a);
   comm->connections->ensure(ring, /*device=*/true);
   cuda::setUpDeviceAtInit(comm, &ring);
+}
+
+void warmUpDevicePath(weftComm_t comm) {
+  if (inGroup()) raise(weftInvalidUsage, "weftCommWarmup inside a group: call it outside weftGroupStart/End");
+  std::lock_guard<std::mutex> lock(comm->execMutex);
+  if (comm->nranks == 1) return cuda::warmUpDevice(comm, {});
+  const std::vector<plan::Plan> shapes = deviceCallShapes(comm);
+  for (const plan::Plan& p : shapes) comm->connections->ensure(p, /*device=*/true);
+  cuda::warmUpDevice(comm, shapes);
+  WEFT_INFO(kInit, "rank %d: device path warmed up: %zu call shapes connected", comm->rank, shapes.size());
 }
 
 // A timeout outside the host executor (a connection set up on first use, a

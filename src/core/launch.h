@@ -18,4 +18,9 @@ void runBatch(weftComm_t comm, const std::vector<OpDesc>& ops);
 // happens without a GPU. Throws weft::Error.
 void setUpDevicePath(weftComm_t comm);
 
+// weftCommWarmup: connects (and, with a GPU, maps) the device FIFOs of every
+// shape of device call (deviceCallShapes in launch.cc) and makes the device
+// stream and status word. Collective over the ranks. Throws weft::Error.
+void warmUpDevicePath(weftComm_t comm);
+
 }  // namespace weft

@@ -40,6 +40,19 @@ algo::ProtoFilter withoutLl(algo::ProtoFilter f, bool* forced) {
   return f;
 }
 
+// Device calls: ll is the interpreter's LL on the device FIFOs, which needs
+// FIFOs the GPU polls itself: one host, and not WEFT_SHM_DISABLE (a pair
+// could then go through a socket proxy). Simple stays allowed wherever ll
+// is, since ll cannot carry every call (AllToAll, Send/Recv).
+algo::ProtoFilter deviceProtoFilterOf(weftComm* comm, int nHosts) {
+  algo::ProtoFilter f = comm->protoFilter;
+  bool forced = false;
+  if (nHosts > 1 || comm->config.get(settings::kShmDisable)) return withoutLl(f, &forced);
+  for (auto& allowed : f.allowed)
+    if (allowed.test(size_t(algo::index(algo::kLowLatency)))) allowed.set(size_t(algo::index(algo::kSimple)));
+  return f;
+}
+
 // LL is off: take it out of the filter, keeping every collective a protocol.
 void withoutLowLatency(weftComm* comm, const char* why) {
   bool forced = false;
@@ -68,7 +81,7 @@ ll::WaitSetup waitSetup(weftComm* comm) {
   w.aborting = &comm->aborting;
   w.asyncError = &comm->asyncError;
   w.timeoutMs = comm->timeoutMs;
-  w.oversubscribed = comm->oversubscribed;
+  w.busyPoll = comm->busyPoll;
   w.state = &comm->callState;
   return w;
 }
@@ -80,8 +93,7 @@ uint64_t callBytes(const OpDesc& op, int nranks) {
 }  // namespace
 
 void setUpLowLatency(weftComm* comm, int nHosts) {
-  bool forced = false;
-  comm->deviceProtoFilter = withoutLl(comm->protoFilter, &forced);  // ll reads host memory only
+  comm->deviceProtoFilter = deviceProtoFilterOf(comm, nHosts);
   const int64_t buffBytes = comm->config.get(settings::kLlBuffsize);
   const char* off = nHosts > 1                                               ? "ranks on more than one host"
                     : !protoAllowedAnywhere(comm->protoFilter, algo::kLowLatency) ? "WEFT_PROTO excludes it"

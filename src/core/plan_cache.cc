@@ -9,6 +9,7 @@ PlanKey planKey(const algo::CollArgs& a, algo::AlgoId algo, algo::ProtoId proto)
   k.proto = proto;
   k.count = a.count;
   k.elemSize = a.elemSize;
+  k.alignBytes = a.alignBytes;
   k.root = a.root;
   k.channels = a.nChannels;
   k.sliceBytes = a.geometry.slotBytes;

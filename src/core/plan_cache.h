@@ -24,6 +24,7 @@ struct PlanKey {
   algo::ProtoId proto = algo::kSimple;
   uint64_t count = 0;
   uint32_t elemSize = 0;
+  uint32_t alignBytes = 0;
   int root = 0;
   int channels = 0;
   uint64_t sliceBytes = 0;

@@ -5,6 +5,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
+
 #include "src/util/settings.h"
 
 namespace weft {
@@ -44,13 +47,37 @@ int64_t yieldWindowNs() {
   return ns;
 }
 
-WaitKnobs waitKnobs(bool ownCore) {
+WaitKnobs waitKnobs() {
   WaitKnobs k;
   k.spins = spinCount();
   k.yieldNs = yieldWindowNs();
-  k.spinAloneNs = ownCore ? kSpinAloneNs : 0;
   k.sleepSliceNs = kWaitSleepSliceNs;
   return k;
+}
+
+WaitKnobs rankWaitKnobs(bool busy) {
+  WaitKnobs k = waitKnobs();
+  if (busy) k.busyNs = kBusyPollNs;
+  else k.spins = std::min(k.spins, kSharedCoreSpins);
+  return k;
+}
+
+std::optional<SpinMode> parseSpinMode(const std::string& text) {
+  std::string t;
+  for (char c : text) t += static_cast<char>(tolower(static_cast<unsigned char>(c)));
+  if (t == "auto") return SpinMode::Auto;
+  if (t == "1" || t == "busy") return SpinMode::Busy;
+  if (t == "0" || t == "yield") return SpinMode::Yield;
+  return std::nullopt;
+}
+
+bool busyPolls(SpinMode mode, int ranksOnHost, int cpus) {
+  switch (mode) {
+    case SpinMode::Busy: return true;
+    case SpinMode::Yield: return false;
+    case SpinMode::Auto: break;
+  }
+  return ranksOnHost <= cpus;
 }
 
 }  // namespace weft

@@ -18,6 +18,8 @@
 
 #include <atomic>
 #include <cstdint>
+#include <optional>
+#include <string>
 
 #include "src/util/clock.h"
 
@@ -78,23 +80,44 @@ inline void cpuRelax() {
 // and says why where it does.
 struct WaitKnobs {
   int spins = 0;         // polls with a pause instruction before yielding
-  int64_t yieldNs = 0;   // then how long to yield before sleeping
-  // Within the yield window, keep spinning this long instead of yielding
-  // (0: yield at once). A rank with a core of its own hears from a running
-  // peer within ~50 us; a longer wait means other load holds the peer off
-  // its core, and spinning on would keep it off for a whole time slice.
-  int64_t spinAloneNs = 0;
+  int64_t yieldNs = 0;   // then how long (from the start of the wait) to yield before sleeping
+  // Busy-poll: for this long from the start of a wait, poll back to back
+  // (no pause instruction, the clock read once per kBusyClockPolls polls)
+  // before the spin/yield/sleep steps; 0: none. For a rank with a core of
+  // its own: a running peer answers within that; a longer wait means other
+  // load holds the peer off its core, and polling on would keep it off.
+  int64_t busyNs = 0;
   // The longest single sleep: bounds how late a waiter notices what nobody
   // rings for (abort, a timeout, a halt flag).
   int64_t sleepSliceNs = 0;
 };
 
-inline constexpr int64_t kSpinAloneNs = 50 * 1000;
+inline constexpr int64_t kBusyPollNs = 50 * 1000;
+inline constexpr int kBusyClockPolls = 64;
 inline constexpr int64_t kWaitSleepSliceNs = 50 * 1000 * 1000;
+// Polls before a rank that shares its core yields: the peer it waits for
+// runs only once this rank gives the core up, so a few polls catch a peer on
+// another core and no more.
+inline constexpr int kSharedCoreSpins = 4;
 
-// WEFT_SPIN_COUNT, WEFT_YIELD_US, the 50 us spin-alone rule when the waiter
-// has a core of its own, 50 ms sleep slices: the host executor's waiting.
-WaitKnobs waitKnobs(bool ownCore);
+// WEFT_SPIN_COUNT, WEFT_YIELD_US, 50 ms sleep slices, no busy-poll: the
+// proxy threads' waiting (threads beside the ranks never own a core).
+WaitKnobs waitKnobs();
+
+// A rank's own waits (the host executor, the ll protocol, registered
+// buffers): busy-poll for kBusyPollNs when `busy` (see busyPolls), else
+// yield after kSharedCoreSpins polls (or WEFT_SPIN_COUNT if smaller); then
+// as waitKnobs().
+WaitKnobs rankWaitKnobs(bool busy);
+
+// WEFT_SPIN: busy-poll always (Busy), never (Yield), or when the host's
+// ranks have a core each (Auto).
+enum class SpinMode { Auto, Busy, Yield };
+// "auto", "1"/"busy", "0"/"yield" (case-insensitive); nullopt otherwise.
+std::optional<SpinMode> parseSpinMode(const std::string& text);
+// Whether a rank busy-polls: as `mode` says, and for Auto when the ranks on
+// this host are no more than the CPUs this process may run on.
+bool busyPolls(SpinMode mode, int ranksOnHost, int cpus);
 
 enum class WaitPhase { Spin, Yield, Sleep };
 
@@ -107,11 +130,15 @@ class Backoff {
   explicit Backoff(const WaitKnobs& k) : k_(k) {}
 
   // The last poll moved something: the next idle poll starts a new wait.
-  void reset() { idle_ = 0; }
+  void reset() {
+    idle_ = 0;
+    busy_ = k_.busyNs > 0;
+  }
 
   // Counts one poll that found nothing to do; returns the phase the wait is
   // in now. Callers check abort, failures and timeouts outside Spin.
   WaitPhase idle() {
+    if (busy_ && busyIdle()) return WaitPhase::Spin;
     if (idle_ == 0) idleSince_ = nowNs();
     if (++idle_ < k_.spins) return WaitPhase::Spin;
     waited_ = nowNs() - idleSince_;
@@ -122,11 +149,12 @@ class Backoff {
   // poll, so a ring after that poll ends the sleep at once.
   void pause(WaitPhase phase, Doorbell* bell, uint32_t seen) const {
     switch (phase) {
-      case WaitPhase::Spin: cpuRelax(); return;
-      case WaitPhase::Yield:
-        if (k_.spinAloneNs > 0 && waited_ <= k_.spinAloneNs) cpuRelax();
-        else sched_yield();
+      case WaitPhase::Spin:
+        // Busy-polling needs no pause: the core is this rank's, and a pause
+        // loop in a virtual machine makes the hypervisor take the CPU away.
+        if (!busy_) cpuRelax();
         return;
+      case WaitPhase::Yield: sched_yield(); return;
       case WaitPhase::Sleep: sleepOn(bell, seen, k_.sleepSliceNs); return;
     }
   }
@@ -135,8 +163,22 @@ class Backoff {
   int64_t idleSinceNs() const { return idleSince_; }
 
  private:
+  // One idle poll of the busy-poll window: true while the window lasts. The
+  // clock starts at the first poll and is read again once per
+  // kBusyClockPolls polls, so a short wait costs no clock read past the first.
+  bool busyIdle() {
+    if (idle_++ == 0) {
+      idleSince_ = nowNs();
+      return true;
+    }
+    if (idle_ % kBusyClockPolls != 0 || nowNs() - idleSince_ < k_.busyNs) return true;
+    busy_ = false;  // the spin/yield/sleep steps follow, timed from the same start
+    return false;
+  }
+
   WaitKnobs k_;
   int idle_ = 0;
+  bool busy_ = k_.busyNs > 0;
   int64_t idleSince_ = 0;
   int64_t waited_ = 0;
 };

@@ -82,6 +82,8 @@ WEFT_SETTING(kTuneNetLatNs, "WEFT_TUNE_NET_LAT_NS", Int, "25000", Comm, "cost mo
 WEFT_SETTING(kTuneNetBwMbs, "WEFT_TUNE_NET_BW_MBS", Int, "2500", Comm, "cost model: network bandwidth, MB/s")
 WEFT_SETTING(kTuneFile, "WEFT_TUNE_FILE", String, nullptr, Comm, "cost-model constants and curves from weft-tune")
 WEFT_SETTING(kSpinCount, "WEFT_SPIN_COUNT", Int, "200", Process, "polls before a waiter yields")
+WEFT_SETTING(kSpin, "WEFT_SPIN", String, "auto", Comm,
+             "a rank's waits busy-poll first: auto (when ranks on the host <= CPUs), 1 always, 0 never")
 WEFT_SETTING(kYieldUs, "WEFT_YIELD_US", Int, "2000", Process, "microseconds a waiter yields before it sleeps")
 WEFT_SETTING(kSimd, "WEFT_SIMD", String, nullptr, Process, "cap the reduction loops: scalar, sse2, avx2, avx512")
 

@@ -97,8 +97,9 @@ TEST(Selector, FollowsMeasuredCurvesAcrossACrossover) {
     in.calibration(algo::kDoubleTree).measured.add(sizes[i], dtree[i]);
   }
   // The three FIFO algorithms with curves: hier (on one host, the ring
-  // itself) has none, and oneshot, uncalibrated here, would win on its formula.
-  const algo::AlgoFilter measured = algo::parseAlgoFilter("^oneshot,hier");
+  // itself) has none, and oneshot and doubling, uncalibrated here, would win
+  // on their formulas.
+  const algo::AlgoFilter measured = algo::parseAlgoFilter("^oneshot,hier,doubling");
   for (int i = 0; i < 5; i++) {
     in.bytes = uint64_t(sizes[i]);
     AlgoId expect = sizes[i] <= 65536 ? algo::kBinaryTree : algo::kRing;
@@ -106,7 +107,7 @@ TEST(Selector, FollowsMeasuredCurvesAcrossACrossover) {
   }
   // A filter still wins over the curves.
   in.bytes = 8;
-  EXPECT_EQ(algo::selectAlgo(Coll::AllReduce, in, algo::parseAlgoFilter("^binarytree,hier,oneshot")), algo::kRing);
+  EXPECT_EQ(algo::selectAlgo(Coll::AllReduce, in, algo::parseAlgoFilter("^binarytree,hier,oneshot,doubling")), algo::kRing);
 }
 
 std::string writeFile(const std::string& text) {

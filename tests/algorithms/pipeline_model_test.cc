@@ -59,6 +59,22 @@ TEST(PipelineModel, PipelinesGetSmallerSlicesAsTheyGrow) {
   EXPECT_LE(s.us, algo::pipelinedUs(Coll::Broadcast, algo::kRing, in, 1, 512 * 1024));
 }
 
+// A call smaller than half the slot still pipelines: halves that hold the
+// whole call are one piece as the slot is, and the search goes on past
+// them to slices below the call's size (128 KB through a tree of 6 network
+// hops on 64 hosts: 8 KB slices, about a third of the one-piece time).
+TEST(PipelineModel, CallsBelowHalfASlotStillPipeline) {
+  algo::CostInputs in;
+  in.nranks = 64;
+  in.nHosts = 64;
+  in.bytes = 128 << 10;
+  in.intra = {0.6, 240};
+  in.inter = {4.5, 5};
+  const algo::CallShape s = algo::shapeCall(Coll::AllReduce, algo::kDoubleTree, in, slots512k());
+  EXPECT_LT(s.sliceBytes, in.bytes);
+  EXPECT_LT(s.us, 0.5 * algo::pipelinedUs(Coll::AllReduce, algo::kDoubleTree, in, 1, 512 * 1024));
+}
+
 TEST(PipelineModel, ChannelsOnlyWhenOneChannelCannotFillTheLink) {
   algo::CostInputs in = oneHost(8, 64 << 20);
   in.maxChannels = 8;

@@ -78,6 +78,32 @@ TEST(Protocols, LlWinsSmallCallsOnOneHostOnly) {
   EXPECT_EQ(algo::selectCall(Coll::AllReduce, oneHost(2, 8), algo::parseAlgoFilter("ring"), {}).proto, algo::kSimple);
 }
 
+// Device buffers: ll is the interpreter's LL and carries every FIFO
+// algorithm (never the one-shot plan, which device calls do not use), on
+// one host only; small calls choose it, large ones simple. Host buffers
+// keep ll to the one-shot plan.
+TEST(Protocols, DeviceLlCarriesFifoAlgorithmsOnOneHost) {
+  const algo::AlgoFilter device = algo::withoutAlgo(algo::AlgoFilter{}, *algo::oneShotId());
+  for (Coll c : {Coll::AllReduce, Coll::ReduceScatter, Coll::AllGather, Coll::Broadcast, Coll::Reduce})
+    for (int n : {2, 4, 8}) {
+      algo::CostInputs in = oneHost(n, 64);
+      in.deviceBuffers = true;
+      const algo::CallChoice small = algo::selectCall(c, in, device, {});
+      EXPECT_EQ(small.proto, algo::kLowLatency) << plan::collName(c) << " " << n;
+      EXPECT_FALSE(algo::isOneShot(small.algo));
+      EXPECT_TRUE(algo::protoCarries(algo::kLowLatency, c, algo::kRing, in) || !algo::algoSupports(algo::kRing, c));
+      EXPECT_FALSE(algo::protoCarries(algo::kLowLatency, c, algo::kRing, oneHost(n, 64)));  // host buffers
+      in.bytes = uint64_t(256) << 20;
+      EXPECT_EQ(algo::selectCall(c, in, device, {}).proto, algo::kSimple) << plan::collName(c) << " " << n;
+      in.bytes = 64;
+      EXPECT_EQ(algo::selectCall(c, in, device, {}, algo::parseProtoFilter("simple")).proto, algo::kSimple);
+      in.nranks = 2 * n;
+      in.nHosts = 2;
+      EXPECT_EQ(algo::selectCall(c, in, device, {}).proto, algo::kSimple);
+      EXPECT_FALSE(algo::protoCarries(algo::kLowLatency, c, algo::kRing, in));
+    }
+}
+
 // Without ll (across hosts, or excluded), a small AllReduce of 2 ranks
 // runs the one-shot plan on FIFO slots: one hop instead of the ring's two.
 // Large calls and more ranks keep the other algorithms.

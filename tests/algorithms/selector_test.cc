@@ -1,10 +1,12 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <optional>
 
 #include "algorithms/cost_model.h"
 #include "algorithms/one_shot.h"
+#include "algorithms/protocols.h"
 #include "algorithms/registry.h"
 #include "algorithms/selector.h"
 #include "src/util/error.h"
@@ -35,7 +37,9 @@ TEST(CostModel, RingFormula) {
 
 TEST(CostModel, TimeGrowsWithBytesAndRanks) {
   for (int a = 0; a < algo::algoCount(); a++) {
-    if (algo::isOneShot(AlgoId(a))) continue;  // one host only: infinite on these four
+    // One-host algorithms (oneshot, doubling) are infinite on these four.
+    if (algo::isOneShot(AlgoId(a)) || !algo::algoApplies(AlgoId(a), Coll::AllReduce, inputs(16, 4, 1 << 10)))
+      continue;
     double small = algo::estimateUs(Coll::AllReduce, AlgoId(a), inputs(16, 4, 1 << 10));
     double big = algo::estimateUs(Coll::AllReduce, AlgoId(a), inputs(16, 4, 1 << 26));
     EXPECT_LT(small, big) << algo::algoName(AlgoId(a));
@@ -125,6 +129,149 @@ TEST(Selector, SkipsAlgorithmsThatDoNotApplyToTheLayout) {
   }
   EXPECT_TRUE(picked);
   EXPECT_FALSE(algo::algoSupports(*hierTree, plan::Coll::AllGather));
+}
+
+// The 64 x 8 A100 cluster over RoCE as weft-sim summarises it
+// (tools/weft-sim/clusters/a100-64x8-roce.json): NVLink inside a host, one
+// 40 Gb/s NIC per GPU, 4.5 us across the network.
+algo::CostInputs roce64x8(uint64_t bytes) {
+  algo::CostInputs in;
+  in.nranks = 512;
+  in.nHosts = 64;
+  in.nicsPerHost = 8;
+  in.bytes = bytes;
+  in.intra = {0.6, 240};
+  in.inter = {4.5, 5};
+  return in;
+}
+
+// The selector ranks by the time of the shape the call would run with:
+// hiertree's rail trees are 12 network hops deep, and with the slices its
+// shape can use they take longer to fill than hier's rail rings take at
+// 8 MB (simulated 1190 us against 728), though the model without the
+// pipeline (its depth paid once) put hiertree first.
+TEST(Selector, RanksByTheShapedCallNotTheUnpipelinedModel) {
+  const std::optional<algo::AlgoId> hierTree = algo::findAlgo("hiertree");
+  ASSERT_TRUE(hierTree.has_value());
+  const algo::CostInputs in = roce64x8(8 << 20);
+  const plan::FifoGeometry g;
+  EXPECT_LT(algo::estimateUs(Coll::AllReduce, *hierTree, in), algo::estimateUs(Coll::AllReduce, algo::kHier, in));
+  const algo::CallChoice c = algo::selectCall(Coll::AllReduce, in, algo::AlgoFilter{}, g);
+  EXPECT_EQ(c.algo, algo::kHier);
+  EXPECT_EQ(algo::selectAlgo(Coll::AllReduce, in, algo::AlgoFilter{}), algo::kHier);
+  // Small calls stay on the trees' logarithmic latency.
+  const algo::AlgoId small = algo::selectCall(Coll::AllReduce, roce64x8(8), algo::AlgoFilter{}, g).algo;
+  EXPECT_TRUE(small == *hierTree || small == algo::kDoubleTree) << algo::algoName(small);
+}
+
+// Whatever the layout and size, an algorithm ranked by its shape (one
+// with a pipelineShare: the hierarchical tree) wins only with its fill
+// counted: its shaped time is no more than every other applicable
+// algorithm's estimate, the measure they are ranked by.
+TEST(Selector, AShapeRankedChoiceBeatsTheOthersWithItsFill) {
+  const plan::FifoGeometry g;
+  const algo::AlgoFilter noOneShot = algo::parseAlgoFilter("^oneshot");
+  int shapeRankedPicks = 0;
+  for (auto [n, hosts] : {std::pair{512, 64}, std::pair{16, 4}, std::pair{8, 1}, std::pair{64, 64}, std::pair{12, 2}})
+    for (uint64_t bytes = 8; bytes <= (uint64_t(1) << 30); bytes *= 8)
+      for (Coll c : {Coll::AllReduce, Coll::ReduceScatter, Coll::AllGather, Coll::Broadcast}) {
+        algo::CostInputs in = roce64x8(bytes);
+        in.nranks = n, in.nHosts = hosts, in.nicsPerHost = std::max(1, n / hosts);
+        const algo::CallChoice pick = algo::selectCall(c, in, noOneShot, g);
+        if (!algo::algoInfo(pick.algo).pipelineShare) continue;
+        shapeRankedPicks++;
+        for (int a = 0; a < algo::algoCount(); a++) {
+          const AlgoId id = AlgoId(a);
+          if (id == pick.algo || algo::isOneShot(id) || !algo::algoApplies(id, c, in)) continue;
+          EXPECT_LE(pick.shape.us, algo::estimateUs(c, id, in))
+              << plan::collName(c) << " " << bytes << " B on " << n << "/" << hosts << ": " << algo::algoName(pick.algo)
+              << " over " << algo::algoName(id);
+        }
+      }
+  EXPECT_GT(shapeRankedPicks, 0);
+}
+
+// A measured curve still decides where it matches the communicator: a
+// curve that makes hier slow at 8 MB hands the call back to hiertree.
+TEST(Selector, MeasuredCurvesStillWin) {
+  const std::optional<algo::AlgoId> hierTree = algo::findAlgo("hiertree");
+  ASSERT_TRUE(hierTree.has_value());
+  algo::CostInputs in = roce64x8(8 << 20);
+  in.measuredRanks = in.nranks;
+  in.measuredHosts = in.nHosts;
+  for (double b : {1e6, 1e7}) {
+    in.calibration(algo::kHier).measured.add(b, 1e5);
+    in.calibration(*hierTree).measured.add(b, 1e3);
+  }
+  EXPECT_EQ(algo::selectCall(Coll::AllReduce, in, algo::AlgoFilter{}, {}).algo, *hierTree);
+}
+
+// Uneven hosts: on 3 + 1 ranks the lone rank holds all three rails and
+// runs their reduce-scatter steps one after another through its one NIC;
+// weft-sim has the ring 17% ahead for a 1 MB ReduceScatter (73 us against
+// 87), where the even model (2 + 2) put hier first. AllGather's rail steps
+// forward what a rank has, so the even terms stay for it.
+TEST(Selector, UnevenHostsPriceTheSerialRails) {
+  algo::CostInputs in;
+  in.nranks = 4;
+  in.nHosts = 2;
+  in.bytes = 1 << 20;
+  in.intra = {1, 100};
+  in.inter = {5, 12.5};
+  const algo::AlgoFilter all = algo::parseAlgoFilter("^oneshot");
+  EXPECT_EQ(algo::selectCall(Coll::ReduceScatter, in, all, {}).algo, algo::kHier);  // even: 2 + 2
+  const double even = algo::estimateUs(Coll::ReduceScatter, algo::kHier, in);
+  in.hostRanksMin = 1;
+  in.hostRanksMax = 3;
+  EXPECT_GT(algo::estimateUs(Coll::ReduceScatter, algo::kHier, in), even);
+  EXPECT_EQ(algo::selectCall(Coll::ReduceScatter, in, all, {}).algo, algo::kRing);
+  EXPECT_NE(algo::selectCall(Coll::AllReduce, in, all, {}).algo, algo::kHier);
+  EXPECT_EQ(algo::selectCall(Coll::AllGather, in, all, {}).algo, algo::kHier);
+  // The same numbers on even hosts change nothing.
+  in.hostRanksMin = in.hostRanksMax = 2;
+  EXPECT_DOUBLE_EQ(algo::estimateUs(Coll::ReduceScatter, algo::kHier, in), even);
+}
+
+// selectCall skips the shape search of pairs whose bound cannot win; the
+// choice must be the one of ranking every pair in full (algorithm, then
+// protocol order on ties), on one host (ll, oneshot) and across hosts,
+// with several channels, and with measured curves for some algorithms.
+TEST(Selector, SkippingShapesKeepsTheFullRanking) {
+  const plan::FifoGeometry g;
+  for (auto [n, hosts] : {std::pair{2, 1}, std::pair{8, 1}, std::pair{2, 2}, std::pair{16, 4}, std::pair{512, 64}})
+    for (int channels : {1, 4})
+      for (bool curves : {false, true})
+        for (uint64_t bytes = 8; bytes <= (uint64_t(1) << 30); bytes *= 4)
+          for (Coll c : {Coll::AllReduce, Coll::ReduceScatter, Coll::AllGather, Coll::Broadcast}) {
+            algo::CostInputs in = roce64x8(bytes);
+            in.nranks = n, in.nHosts = hosts, in.nicsPerHost = std::max(1, n / hosts);
+            in.maxChannels = channels, in.channelBwGBs = 2;
+            if (curves) {
+              in.measuredRanks = n, in.measuredHosts = hosts;
+              in.calibration(algo::kRing).measured.add(1e3, 50), in.calibration(algo::kRing).measured.add(1e7, 900);
+            }
+            double best = 0;
+            int bestA = -1, bestP = -1;
+            for (int a = 0; a < algo::algoCount(); a++)
+              for (int p = 0; p < algo::protoCount(); p++) {
+                const AlgoId id = AlgoId(a);
+                const algo::ProtoId proto = algo::ProtoId(p);
+                if (!algo::algoSupports(id, c) || !algo::protoSupports(proto, c, id)) continue;
+                const algo::ProtoInfo& info = algo::protoInfo(proto);
+                if (info.carries && !info.carries(c, id, in)) continue;
+                double t = algo::protoEstimateUs(c, id, proto, in);
+                if (n > 1 && !algo::isOneShot(id) && algo::algoInfo(id).pipelineShare && !algo::usesMeasuredCurve(c, id, in)) {
+                  const double shaped = algo::algoApplies(id, c, in) ? algo::shapeCall(c, id, in, g).us : INFINITY;
+                  t = info.adjustUs ? info.adjustUs(c, id, in, shaped) : shaped;
+                }
+                if (bestA < 0 || t < best) best = t, bestA = a, bestP = p;
+              }
+            const algo::CallChoice pick = algo::selectCall(c, in, algo::AlgoFilter{}, g);
+            EXPECT_EQ(algo::index(pick.algo), bestA) << plan::collName(c) << " " << bytes << " B, " << n << "/" << hosts
+                                                      << " ch " << channels << " curves " << curves;
+            EXPECT_EQ(algo::index(pick.proto), bestP) << plan::collName(c) << " " << bytes;
+            EXPECT_EQ(pick.shape.sliceBytes, algo::shapeCall(c, pick.algo, in, g).sliceBytes);
+          }
 }
 
 }  // namespace

@@ -66,17 +66,17 @@ std::string name(const ::testing::TestParamInfo<Param>& info) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Shm, AlgorithmCollectives,
-                         ::testing::Combine(::testing::Values("ring", "binarytree", "tree"), ::testing::Values(false),
+                         ::testing::Combine(::testing::Values("ring", "binarytree", "tree", "doubling"), ::testing::Values(false),
                                             ::testing::Values(2, 3, 5, 8)),
                          name);
 INSTANTIATE_TEST_SUITE_P(Socket, AlgorithmCollectives,
-                         ::testing::Combine(::testing::Values("ring", "binarytree", "tree"), ::testing::Values(true),
+                         ::testing::Combine(::testing::Values("ring", "binarytree", "tree", "doubling"), ::testing::Values(true),
                                             ::testing::Values(3, 4)),
                          name);
 // Two ranks over sockets: the one-shot plan on FIFO slots (WEFT_ALGO names
 // it; ll is off with shared memory), in one round and in many.
 INSTANTIATE_TEST_SUITE_P(SocketTwo, AlgorithmCollectives,
-                         ::testing::Combine(::testing::Values("ring", "oneshot"), ::testing::Values(true),
+                         ::testing::Combine(::testing::Values("ring", "oneshot", "doubling"), ::testing::Values(true),
                                             ::testing::Values(2)),
                          name);
 

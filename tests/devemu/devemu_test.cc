@@ -116,6 +116,47 @@ TEST(DevEmu, AlignmentAndTails) {
       }
 }
 
+// Device plans split on 16-byte multiples: with 16-byte-aligned buffers
+// every piece of every collective x algorithm runs as vectors (counts that
+// do not divide by the ranks, channels or vectors), and the results are the
+// host executor's. Planned as host plans (element splits), some pieces of
+// the same calls would run element by element.
+TEST(DevEmu, AlignedSplitsKeepPiecesVectorised) {
+  int ran = 0;
+  uint64_t hostSplitScalar = 0;
+  for (Coll c : kColls) {
+    const bool fixed = plan::collInfo(c).fixedPlan;
+    for (int a = 0; a < (fixed ? 1 : algo::algoCount()); a++) {
+      if (!fixed && !algo::algoSupports(static_cast<algo::AlgoId>(a), c)) continue;
+      for (weftDataType_t t : {weftFloat32, weftFloat16, weftUint8}) {
+        CallSpec s;
+        s.coll = c;
+        s.algo = a;
+        s.nranks = 3;
+        s.nChannels = 3;
+        // A per-rank block of whole vectors: ReduceScatter/AllGather/AllToAll
+        // place rank blocks at rank * count.
+        const bool perRank = c == Coll::ReduceScatter || c == Coll::AllGather || c == Coll::AllToAll;
+        s.count = perRank ? 16 * 7 : 1009;
+        s.type = t;
+        s.root = rooted(c) ? 1 : 0;
+        s.geometry = {256, 4};
+        s.seed = ran + 7;
+        Call call(s);
+        if (call.skipped()) continue;
+        SCOPED_TRACE(describe(s));
+        EXPECT_EQ(call.scalarPieces(), 0u);
+        expectCorrect(s);
+        s.alignBytes = 0;
+        hostSplitScalar += Call(s).scalarPieces();
+        ran++;
+      }
+    }
+  }
+  EXPECT_GT(ran, 20);
+  EXPECT_GT(hostSplitScalar, 0u);
+}
+
 // Pieces: a slice smaller than the slot, a slot that is not a multiple of
 // the element count, several slot counts; the number of posts is checked
 // against the plans in expectCorrect.
@@ -249,6 +290,7 @@ TEST(DevEmu, FailedFifoEndsWait) {
 // size is reported as weftInternalError with the received byte count.
 TEST(DevEmu, MismatchedPieceSizeIsReported) {
   CallSpec a = twoRanks();
+  a.alignBytes = 0;  // element splits: blocks of count / 2
   a.count = 10;  // pieces of 5 elements (20 bytes)
   CallSpec b = a;
   b.count = 12;  // pieces of 6 (24 bytes)

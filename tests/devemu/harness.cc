@@ -31,7 +31,7 @@ std::string describe(const CallSpec& s) {
          " ch=" + std::to_string(s.nChannels) + " type=" + std::to_string(s.type) + " op=" + std::to_string(s.opKind) +
          (s.inPlace ? " in-place" : " out-of-place") + " misalign=" + std::to_string(s.misalign) +
          " slot=" + std::to_string(s.geometry.slotBytes) + "x" + std::to_string(s.geometry.nSlots) +
-         " slice=" + std::to_string(s.sliceBytes) + " start=" + std::to_string(s.counterStart);
+         " slice=" + std::to_string(s.sliceBytes) + " start=" + std::to_string(s.counterStart) + (s.proto == cuda::kProtoLl ? " ll" : " simple");
 }
 
 Fifos::~Fifos() {
@@ -49,6 +49,15 @@ FifoHeader* Fifos::get(int from, int to, int conn) {
   FifoHeader* h = fifoInit(mem, geometry_.nSlots, geometry_.slotBytes);
   h->posted.store(start_);
   h->consumed.store(start_);
+  if (ll_) {
+    char* data = reinterpret_cast<char*>(h) + h->dataOffset;
+    for (uint32_t k = 0; k < geometry_.nSlots; k++) {
+      const uint32_t first = start_ + ((k - start_) % geometry_.nSlots);  // first counter >= start in slot k
+      auto* lines = reinterpret_cast<uint64_t*>(data + k * geometry_.slotBytes);
+      for (uint64_t j = 0; j < geometry_.slotBytes / cuda::kLlLineBytes; j++)
+        lines[j] = uint64_t(first - geometry_.nSlots + 1) << 32;
+    }
+  }
   fifos_[key] = h;
   return h;
 }
@@ -87,11 +96,14 @@ plan::Plan buildPlanFor(const CallSpec& s, int rank) {
   a.count = s.count;
   a.elemSize = static_cast<uint32_t>(typeBytes(s.type));
   a.root = s.root;
+  a.alignBytes = s.alignBytes;
   a.nChannels = s.nChannels;
   a.geometry = s.geometry;
   // A slice is planned as the slot of a smaller FIFO (what the selector
   // does): chunks must fit the FIFO counted in slices.
   if (s.sliceBytes) a.geometry.slotBytes = s.sliceBytes;
+  // LL: a slot carries half its bytes of data.
+  if (s.proto == cuda::kProtoLl) a.geometry.slotBytes = std::min<uint64_t>(a.geometry.slotBytes, s.geometry.slotBytes / 2);
   plan::Plan p = plan::collInfo(s.coll).fixedPlan ? algo::buildAllToAll(a)
                                                   : algo::algoInfo(static_cast<algo::AlgoId>(s.algo)).build(a);
   return p;
@@ -110,7 +122,8 @@ uint64_t piecesOf(const plan::Plan& p, const plan::FifoGeometry& g) {
 
 }  // namespace
 
-Call::Call(const CallSpec& s) : spec_(s), fifos_(s.geometry, s.counterStart), types_(typeOps(s.type)) {
+Call::Call(const CallSpec& s)
+    : spec_(s), fifos_(s.geometry, s.counterStart, s.proto == cuda::kProtoLl), types_(typeOps(s.type)) {
   const size_t es = types_.size;
   plans_.resize(s.nranks);
   images_.resize(s.nranks);
@@ -170,6 +183,7 @@ cuda::DevLaunch Call::launchFor(int r) {
   L.timeoutNs = spec_.timeoutMs * 1000000ull;
   L.elemSize = static_cast<uint32_t>(types_.size);
   L.arith = spec_.arith;
+  L.proto = spec_.proto;
   L.sliceBytes = plans_[r].sliceBytes;
   L.nranks = spec_.nranks;
   L.type = spec_.type;
@@ -178,6 +192,34 @@ cuda::DevLaunch Call::launchFor(int r) {
   L.nBindings = 1;
   L.bindings[0] = {ranks_[r].send, ranks_[r].recv};
   return L;
+}
+
+uint64_t Call::scalarPieces() const {
+  uint64_t n = 0;
+  for (int r = 0; r < spec_.nranks; r++) {
+    const cuda::DevLaunch& L = launches_[r];
+    const plan::Plan& p = plans_[r];
+    const uint64_t slice = p.sliceBytes && p.sliceBytes < spec_.geometry.slotBytes ? p.sliceBytes
+                                                                                    : spec_.geometry.slotBytes;
+    const uint64_t piece = std::max<uint64_t>(1, slice / L.elemSize);
+    auto base = [&](plan::Buf b) -> const char* {
+      if (b == plan::Buf::Send) return static_cast<const char*>(L.bindings[0].send);
+      if (b == plan::Buf::Recv) return static_cast<const char*>(L.bindings[0].recv);
+      if (b == plan::Buf::Scratch) return static_cast<const char*>(L.scratch);
+      return nullptr;
+    };
+    auto misaligned = [&](plan::Buf b, uint64_t off) {
+      const char* at = base(b);
+      return at && reinterpret_cast<uintptr_t>(at + off * L.elemSize) % 16 != 0;
+    };
+    for (const auto& ch : p.channels)
+      for (const auto& st : ch.steps) {
+        const bool fifo = st.nRecv || st.nSend;
+        for (uint64_t done = 0; done < st.count; done += fifo ? piece : st.count)
+          n += misaligned(st.src, st.srcOff + done) || misaligned(st.dst, st.dstOff + done);
+      }
+  }
+  return n;
 }
 
 void Call::run(const std::vector<int>& which) {
@@ -198,6 +240,20 @@ void Call::run(const std::vector<int>& which) {
   for (auto& t : threads) t.join();
   for (const auto& e : errors)
     if (!e.empty()) throw std::runtime_error(e);
+}
+
+void Call::refresh(uint64_t seed) {
+  const size_t es = types_.size;
+  std::mt19937_64 rng(seed);
+  for (int r = 0; r < spec_.nranks; r++) {
+    RankBuffers& b = ranks_[r];
+    const verify::BufferLayout& lay = problem_.buffers[r][0];
+    if (lay.aliased) throw std::logic_error("refresh: out-of-place calls only");
+    for (uint64_t i = 0; i < lay.sendElems; i++) types_.random(b.input.data() + i * es, rng, spec_.opKind);
+    std::memcpy(b.send, b.input.data(), b.input.size());
+    std::memset(b.recv, kPoison, lay.recvElems * es);
+    std::atomic_ref<uint32_t>(b.status.code).store(0);
+  }
 }
 
 void Call::runAll() {

@@ -42,8 +42,10 @@ struct CallSpec {
   int opKind = 0;            // cuda::DevOpKind
   bool inPlace = false;
   uint64_t misalign = 0;     // elements added to every user buffer's start
+  uint32_t alignBytes = cuda::kDeviceSplitAlignBytes;  // CollArgs::alignBytes, as launch.cc sets it
   uint32_t counterStart = 0; // every FIFO's posted/consumed start here
   uint32_t arith = cuda::kArithExact;
+  uint32_t proto = cuda::kProtoSimple;  // kProtoLl: plans cut for half-slot pieces, LL FIFOs
   uint64_t timeoutMs = 5000;
   EmuShape shape;
   uint64_t seed = 1;
@@ -69,7 +71,9 @@ size_t typeBytes(weftDataType_t t);
 // first use with posted = consumed = `start`.
 class Fifos {
  public:
-  Fifos(const plan::FifoGeometry& g, uint32_t start) : geometry_(g), start_(start) {}
+  // ll: the slots' lines start with the flag of the piece before each
+  // slot's first (what zeroed memory is for counters starting at 0).
+  Fifos(const plan::FifoGeometry& g, uint32_t start, bool ll = false) : geometry_(g), start_(start), ll_(ll) {}
   ~Fifos();
   Fifos(const Fifos&) = delete;
   Fifos& operator=(const Fifos&) = delete;
@@ -81,6 +85,7 @@ class Fifos {
  private:
   plan::FifoGeometry geometry_;
   uint32_t start_;
+  bool ll_;
   std::mutex mu_;
   std::map<std::tuple<int, int, int>, FifoHeader*> fifos_;
 };
@@ -95,6 +100,10 @@ class Call {
   // Runs these ranks' launches concurrently until each returns.
   void run(const std::vector<int>& ranks);
   void runAll();
+  // New random inputs and poisoned outputs (out of place only), so the
+  // next run on the same FIFOs (counters and LL flags going on) is checked
+  // afresh.
+  void refresh(uint64_t seed);
   cuda::DevStatus status(int rank) const;
   std::atomic<uint8_t>& abortFlag(int rank) { return ranks_[rank].abort; }
   Fifos& fifos() { return fifos_; }
@@ -104,6 +113,9 @@ class Call {
   // device result differs from the host's, empty when none does.
   std::string compareWithHostExecutor();
   uint64_t piecesExpected() const { return piecesExpected_; }
+  // Pieces whose user-buffer pointer (local input or destination) is not
+  // 16-byte aligned: the interpreter runs those element by element.
+  uint64_t scalarPieces() const;
   const plan::Plan& plan(int rank) const { return plans_[rank]; }
   cuda::DevLaunch& launch(int rank) { return launches_[rank]; }
 

@@ -34,6 +34,7 @@ struct Harness {
   Socket listener;  // where the harness's ranks "listen" (nothing reads it)
   SocketAddress listenAt;
   std::vector<SocketAddress> table;
+  Secret peerKey{};  // what ranks prove to each other (derivePeerKey), once joined
   std::vector<fuzz::AuthedConn> toRank0;  // per harness rank, once opened
   std::vector<bool> broken;                // that connection saw a bad op
   std::vector<Sent> sent;
@@ -49,7 +50,7 @@ uint64_t tagFrom(fuzz::Reader& in) {
 }
 
 void connectAs(Harness& h, int rank, fuzz::Reader& in) {
-  h.toRank0[rank] = fuzz::connectAuthed(h.table[0], h.secret, handshake::Purpose::kPeer);
+  h.toRank0[rank] = fuzz::connectAuthed(h.table[0], h.peerKey, handshake::Purpose::kPeer);
   PeerHello hello{kPeerHelloMagic, kVersion, rank, h.nranks};
   const uint8_t how = in.byte();
   if (how == 0xff) hello.fromRank = in.take<int32_t>();
@@ -97,7 +98,7 @@ void op(Harness& h, fuzz::Reader& in) {
     }
     case 6: ::shutdown(c.sock.fd(), SHUT_WR); break;
     default: {  // a second connection for the same rank: one of the two is refused
-      fuzz::AuthedConn twin = fuzz::connectAuthed(h.table[0], h.secret, handshake::Purpose::kPeer);
+      fuzz::AuthedConn twin = fuzz::connectAuthed(h.table[0], h.peerKey, handshake::Purpose::kPeer);
       PeerHello hello{kPeerHelloMagic, kVersion, rank, h.nranks};
       handshake::sendSigned(twin.sock.fd(), twin.session.toAcceptor, &hello, sizeof(hello), Deadline::after(2000),
                             StopFlags{}, "fuzz rank 0");
@@ -120,6 +121,7 @@ void joinRoot(Harness& h, const SocketAddress& root) {
     fuzz::RootAnswer a;
     WEFT_FUZZ_CHECK(fuzz::readRootAnswer(c, h.nranks, kJoinMs, &a) && a.reply.status == kRootOk);
     h.table = a.table;
+    h.peerKey = derivePeerKey(h.secret, a.reply.jobNonce, h.table);
   }
 }
 

@@ -32,6 +32,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     WEFT_FUZZ_CHECK(info.mtu >= 1 && info.mtu <= 5);
   }
   WEFT_FUZZ_CHECK(info.role == ib::ConnRole::Sender || info.role == ib::ConnRole::Receiver);
+  // The check against the expected peer (what a hostile but authenticated
+  // peer meets next): accepted only for the ranks and role it names, with
+  // QP numbers a peer can own.
+  if (ib::connInfoPeerProblem(info, info.role, info.srcRank, info.dstRank).empty() && info.usable)
+    for (uint32_t q = 0; q < info.nQps; ++q) WEFT_FUZZ_CHECK(info.qpn[q] >= 2 && info.qpn[q] <= 0xffffff);
+  WEFT_FUZZ_CHECK(!ib::connInfoPeerProblem(info, info.role, info.srcRank ^ 1, info.dstRank).empty());
   const std::vector<uint8_t> again = ib::encodeConnInfo(info);
   WEFT_FUZZ_CHECK(ib::decodeConnInfo(again.data(), again.size()) == info);
   return 0;

@@ -138,3 +138,33 @@ TEST(IbConnInfo, PartitionKeysMustShareAPartitionWithOneFullMember) {
   EXPECT_EQ(partitionProblem(0x0003, 0x0003),
             "both ends are limited members of partition 0x0003 (one must be a full member)");
 }
+
+// A peer that holds the secret can put any values in its connection info:
+// one claiming another rank, made for another rank, of the wrong role, or
+// naming QP numbers no peer owns, is refused, each naming what is wrong.
+TEST(IbConnInfo, PeerClaimingAnotherRankOrQpIsRefused) {
+  ConnInfo ok = sample();  // rank 3 -> 1000, receiver side
+  EXPECT_EQ(connInfoPeerProblem(ok, ConnRole::Receiver, 3, 1000), "");
+
+  // Rank 5 answering in rank 3's place, or meant for another rank.
+  EXPECT_EQ(connInfoPeerProblem(ok, ConnRole::Receiver, 5, 1000),
+            "connection info is for rank 3 -> 1000 (receive side), expected 5 -> 1000 (receive side)");
+  EXPECT_NE(connInfoPeerProblem(ok, ConnRole::Receiver, 3, 7).find("expected 3 -> 7"), std::string::npos);
+  EXPECT_NE(connInfoPeerProblem(ok, ConnRole::Sender, 3, 1000).find("(send side)"), std::string::npos);
+
+  ConnInfo special = ok;
+  special.qpn[2] = 1;  // the GSI QP
+  EXPECT_EQ(connInfoPeerProblem(special, ConnRole::Receiver, 3, 1000),
+            "QP number 1 of QP 2 is not one a peer can own");
+  ConnInfo wide = ok;
+  wide.qpn[0] = 0x1000000;
+  EXPECT_NE(connInfoPeerProblem(wide, ConnRole::Receiver, 3, 1000).find("16777216"), std::string::npos);
+  ConnInfo twice = ok;
+  twice.qpn[3] = twice.qpn[1];
+  EXPECT_EQ(connInfoPeerProblem(twice, ConnRole::Receiver, 3, 1000),
+            "QPs 1 and 3 both name QP number " + std::to_string(ok.qpn[1]));
+  // QP slots past nQps are not looked at.
+  ConnInfo unused = ok;
+  unused.qpn[kIbMaxQps - 1] = 0;
+  EXPECT_EQ(connInfoPeerProblem(unused, ConnRole::Receiver, 3, 1000), "");
+}

@@ -6,6 +6,7 @@
 // shows up as wrong data or a hang); bit-identical AllReduce results on every
 // rank; the selector choosing it by itself for small calls; and a peer that
 // aborts, dies or never comes, which must fail the others, not hang them.
+#include <sched.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -126,6 +127,56 @@ TEST_P(LowLatencyProcesses, ForcedEveryCollectiveBackToBack) {
 INSTANTIATE_TEST_SUITE_P(Ranks, LowLatencyProcesses, ::testing::Values(2, 3, 4, 8),
                          [](const auto& info) { return std::to_string(info.param) + "ranks"; });
 
+// WEFT_SPIN: busy-polling ranks (1) and yielding ones (0) both get every
+// result right, with fewer ranks than cores and with more; unset (auto), a
+// rank busy-polls exactly when the host's ranks have a CPU each.
+struct WaitMode {
+  int n;
+  const char* spin;  // WEFT_SPIN; "" unset
+};
+
+void PrintTo(const WaitMode& m, std::ostream* os) { *os << m.n << " ranks, WEFT_SPIN=\"" << m.spin << "\""; }
+
+class LowLatencyWaitModes : public ::testing::TestWithParam<WaitMode> {};
+
+TEST_P(LowLatencyWaitModes, RightResultsAndTheExpectedMode) {
+  const WaitMode m = GetParam();
+  cpu_set_t cpus;
+  const int ncpu = sched_getaffinity(0, sizeof(cpus), &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
+  const bool expectBusy = m.spin[0] ? m.spin[0] == '1' : m.n <= ncpu;
+  ProcessRunOptions opt;
+  opt.deadlineMs = 120000;
+  opt.env = [m](int) {
+    ChildEnv e = llEnv("ll", "2048", "30000");
+    e.vars["WEFT_SPIN"] = m.spin;
+    return e;
+  };
+  ProcessRunResult r = runRankProcesses(
+      m.n,
+      [m, expectBusy](int rank, const weftUniqueId& id) {
+        weftComm_t comm;
+        if (int e = initOrReport(&comm, m.n, id, rank)) return e;
+        if (comm->busyPoll != expectBusy) {
+          fprintf(stderr, "rank %d: WEFT_SPIN=\"%s\" with %d ranks: busyPoll %d, expected %d\n", rank, m.spin, m.n,
+                  int(comm->busyPoll), int(expectBusy));
+          return 7;
+        }
+        const int rc = runSequence(comm, rank, m.n, 80);
+        return weftCommDestroy(comm) == weftSuccess ? rc : 4;
+      },
+      opt);
+  EXPECT_EQ(r.failures(), "");
+}
+
+INSTANTIATE_TEST_SUITE_P(Spin, LowLatencyWaitModes,
+                         ::testing::Values(WaitMode{2, "1"}, WaitMode{2, "0"}, WaitMode{4, "1"}, WaitMode{4, "0"},
+                                           WaitMode{2, ""}, WaitMode{4, ""}),
+                         [](const auto& info) {
+                           const char* s = info.param.spin;
+                           return std::to_string(info.param.n) + "ranks" +
+                                  (s[0] == '1' ? "Busy" : s[0] == '0' ? "Yield" : "Auto");
+                         });
+
 // Unforced: the cost model takes LL for small calls and the ring for large
 // ones, and WEFT_PROTO=^ll keeps it off.
 TEST(LowLatencySelection, ChosenForSmallCallsOnly) {
@@ -219,11 +270,19 @@ INSTANTIATE_TEST_SUITE_P(LowLatency, LowLatencyPeerLeaves, ::testing::Values(Lea
                          [](const auto& info) { return info.param == Leave::Abort ? "Abort" : "Kill"; });
 
 // A peer that never calls: the waiting rank times out at WEFT_TIMEOUT_MS.
-TEST(LowLatencyTimeout, AbsentPeerTimesOut) {
+class LowLatencyTimeout : public ::testing::TestWithParam<const char*> {};
+
+// Under either wait mode (WEFT_SPIN).
+TEST_P(LowLatencyTimeout, AbsentPeerTimesOut) {
   constexpr int n = 2;
   ProcessRunOptions opt;
   opt.deadlineMs = 30000;
-  opt.env = [](int) { return llEnv("ll", "", "1000"); };
+  const std::string spin = GetParam();
+  opt.env = [spin](int) {
+    ChildEnv e = llEnv("ll", "", "1000");
+    e.vars["WEFT_SPIN"] = spin;
+    return e;
+  };
   ProcessRunResult r = runRankProcesses(
       n,
       [](int rank, const weftUniqueId& id) {
@@ -245,6 +304,9 @@ TEST(LowLatencyTimeout, AbsentPeerTimesOut) {
       opt);
   EXPECT_EQ(r.failures(), "");
 }
+
+INSTANTIATE_TEST_SUITE_P(Spin, LowLatencyTimeout, ::testing::Values("1", "0"),
+                         [](const auto& info) { return std::string(info.param[0] == '1' ? "Busy" : "Yield"); });
 
 }  // namespace
 }  // namespace weft::test

@@ -287,6 +287,21 @@ TEST_F(SocketTransportTest, InlineOffLeavesEverythingToTheProxies) {
   EXPECT_EQ(ranks_[0].errorCount() + ranks_[1].errorCount(), 0u);
 }
 
+// More ranks than cores: the executor moves small pieces itself as it
+// does otherwise (its wait polls them once per yield), and the receiving
+// proxy, which then sleeps in poll() without yielding first, takes over the
+// large ones and those of an executor gone to sleep; every size arrives
+// intact.
+TEST_F(SocketTransportTest, OversubscribedExecutorAndProxiesShareTheWork) {
+  join({128 * 1024, 4});
+  for (Rank& r : ranks_) r.ctx.oversubscribed = true;
+  connect();
+  EXPECT_NE(sendConn_->fifo().progress, nullptr);
+  EXPECT_NE(recvConn_->fifo().progress, nullptr);
+  stream(ranks_, *sendConn_, *recvConn_, 4 << 20, true);
+  EXPECT_EQ(ranks_[0].errorCount() + ranks_[1].errorCount(), 0u);
+}
+
 TEST_F(SocketTransportTest, Throughput64MB) {
   join({512 * 1024, 8});
   connect();

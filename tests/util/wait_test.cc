@@ -3,8 +3,10 @@
 // told to, each on its own, without a communicator around it.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <optional>
 #include <thread>
 
 #include "src/util/clock.h"
@@ -23,13 +25,64 @@ WaitKnobs sleepAtOnce() {
   return k;
 }
 
-TEST(Wait, KnobsAreTheExecutors) {
-  const WaitKnobs own = waitKnobs(true), shared = waitKnobs(false);
-  EXPECT_EQ(own.spins, spinCount());
-  EXPECT_EQ(own.yieldNs, yieldWindowNs());
-  EXPECT_EQ(own.spinAloneNs, kSpinAloneNs);
-  EXPECT_EQ(shared.spinAloneNs, 0);
-  EXPECT_EQ(own.sleepSliceNs, kWaitSleepSliceNs);
+TEST(Wait, KnobsOfRanksAndProxies) {
+  const WaitKnobs proxy = waitKnobs(), busy = rankWaitKnobs(true), shared = rankWaitKnobs(false);
+  EXPECT_EQ(proxy.spins, spinCount());
+  EXPECT_EQ(proxy.yieldNs, yieldWindowNs());
+  EXPECT_EQ(proxy.busyNs, 0) << "threads beside the ranks never busy-poll";
+  EXPECT_EQ(proxy.sleepSliceNs, kWaitSleepSliceNs);
+  EXPECT_EQ(busy.busyNs, kBusyPollNs);
+  EXPECT_EQ(busy.yieldNs, yieldWindowNs());
+  EXPECT_EQ(shared.busyNs, 0);
+  EXPECT_EQ(shared.spins, std::min(spinCount(), kSharedCoreSpins)) << "a rank sharing its core yields soon";
+  EXPECT_EQ(shared.yieldNs, yieldWindowNs());
+}
+
+TEST(Wait, SpinModeSetting) {
+  EXPECT_EQ(parseSpinMode("auto"), SpinMode::Auto);
+  EXPECT_EQ(parseSpinMode("AUTO"), SpinMode::Auto);
+  EXPECT_EQ(parseSpinMode("1"), SpinMode::Busy);
+  EXPECT_EQ(parseSpinMode("busy"), SpinMode::Busy);
+  EXPECT_EQ(parseSpinMode("0"), SpinMode::Yield);
+  EXPECT_EQ(parseSpinMode("Yield"), SpinMode::Yield);
+  EXPECT_EQ(parseSpinMode(""), std::nullopt);
+  EXPECT_EQ(parseSpinMode("2"), std::nullopt);
+  EXPECT_EQ(parseSpinMode("spin"), std::nullopt);
+}
+
+TEST(Wait, AutomaticBusyPollWhenRanksHaveACoreEach) {
+  EXPECT_TRUE(busyPolls(SpinMode::Auto, 2, 2));
+  EXPECT_TRUE(busyPolls(SpinMode::Auto, 1, 2));
+  EXPECT_TRUE(busyPolls(SpinMode::Auto, 8, 64));
+  EXPECT_FALSE(busyPolls(SpinMode::Auto, 4, 2));
+  EXPECT_FALSE(busyPolls(SpinMode::Auto, 3, 2));
+  EXPECT_FALSE(busyPolls(SpinMode::Auto, 2, 1));
+  EXPECT_TRUE(busyPolls(SpinMode::Busy, 8, 2)) << "WEFT_SPIN=1 busy-polls even oversubscribed";
+  EXPECT_FALSE(busyPolls(SpinMode::Yield, 2, 2)) << "WEFT_SPIN=0 never busy-polls";
+}
+
+// The busy window: back-to-back polls (Spin) for busyNs, then yield, then
+// sleep, all timed from the wait's first poll; progress starts it again.
+TEST(Wait, BusyPollThenYieldsThenSleeps) {
+  WaitKnobs k;
+  k.busyNs = 50 * kMs;
+  k.yieldNs = 150 * kMs;
+  Backoff b(k);
+  const int64_t before = nowNs();
+  // Polls well inside the window are all Spin (a preempted test stops early
+  // rather than fail: only polls within half the window count).
+  for (int i = 0; i < 10 * kBusyClockPolls && nowNs() - before < k.busyNs / 2; i++)
+    ASSERT_EQ(b.idle(), WaitPhase::Spin) << "poll " << i;
+  EXPECT_GE(b.idleSinceNs(), before);
+  std::this_thread::sleep_for(std::chrono::milliseconds(60));
+  WaitPhase ph = WaitPhase::Spin;
+  for (int i = 0; i < kBusyClockPolls && ph == WaitPhase::Spin; i++) ph = b.idle();
+  EXPECT_EQ(ph, WaitPhase::Yield) << "the window ends at the next clock read";
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(b.idle(), WaitPhase::Sleep);
+  b.reset();
+  EXPECT_EQ(b.idle(), WaitPhase::Spin);
+  EXPECT_GE(b.idleSinceNs(), before + 160 * kMs);
 }
 
 TEST(Wait, BackoffSpinsThenYieldsThenSleeps) {

@@ -10,6 +10,7 @@
 //            [--calibration weft-tune.conf] [--algos ring,tree,hier] [--write-tune FILE]
 //
 // Exit status: 0 done, 2 bad usage or input.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -118,6 +119,8 @@ algo::CostInputs costInputs(const Options& o, uint64_t bytes) {
   in.intra = {o.simple.intraLatUs, o.simple.intraGBs};
   in.inter = {o.simple.netLatUs, o.simple.nicGBs};
   in.nicsPerHost = o.simple.nicsPerHost;
+  in.hostRanksMin = *std::min_element(o.layout.begin(), o.layout.end());
+  in.hostRanksMax = *std::max_element(o.layout.begin(), o.layout.end());
   return in;
 }
 

@@ -95,6 +95,30 @@ std::string partitionProblem(uint16_t mine, uint16_t peer) {
   return "";
 }
 
+std::string connInfoPeerProblem(const ConnInfo& remote, ConnRole wantRole, int peer, int self) {
+  char buf[200];
+  if (remote.role != wantRole || remote.srcRank != peer || remote.dstRank != self) {
+    std::snprintf(buf, sizeof buf, "connection info is for rank %d -> %d (%s side), expected %d -> %d (%s side)",
+                  remote.srcRank, remote.dstRank, remote.role == ConnRole::Sender ? "send" : "receive", peer, self,
+                  wantRole == ConnRole::Sender ? "send" : "receive");
+    return buf;
+  }
+  if (!remote.usable) return "";  // no QPs to check: the caller refuses it anyway
+  for (uint32_t q = 0; q < remote.nQps && q < kIbMaxQps; ++q) {
+    const uint32_t n = remote.qpn[q];
+    if (n < 2 || n > 0xffffff) {
+      std::snprintf(buf, sizeof buf, "QP number %u of QP %u is not one a peer can own", n, q);
+      return buf;
+    }
+    for (uint32_t o = 0; o < q; ++o)
+      if (remote.qpn[o] == n) {
+        std::snprintf(buf, sizeof buf, "QPs %u and %u both name QP number %u", o, q, n);
+        return buf;
+      }
+  }
+  return "";
+}
+
 size_t connInfoWireBytes() {
   static const size_t n = encodeConnInfo(ConnInfo{}).size();
   return n;

@@ -60,6 +60,13 @@ ConnInfo decodeConnInfo(const uint8_t* data, size_t bytes);
 
 uint32_t crc32(const uint8_t* data, size_t bytes);
 
+// Why `remote` is not the connection info this end expects, or "" when it
+// is: made by `peer` for `self`, with the opposite role, and QP numbers a
+// peer could own (24 bits, not the special QPs 0 and 1, no two alike). A
+// peer that holds the job's secret can still send any values; these are
+// the ones that would connect this end to the wrong rank or QP.
+std::string connInfoPeerProblem(const ConnInfo& remote, ConnRole wantRole, int peer, int self);
+
 // Why two ends with these partition keys cannot talk, or "" when they can
 // (or when either key is unknown, 0). Bit 15 of a key is membership (full
 // or limited), the other 15 bits the partition: the partitions must agree

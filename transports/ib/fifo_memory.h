@@ -83,6 +83,7 @@ class FlushQp {
   void postRead(uint64_t remoteAddr, uint32_t rkey, uint64_t landingAddr, uint32_t lkey);
 
   static constexpr uint32_t kReadBytes = 4;
+  uint32_t qpNum() const { return qp_->qp_num; }
 
  private:
   const Verbs* v_;

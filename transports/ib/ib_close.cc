@@ -35,7 +35,11 @@ IbConnection::~IbConnection() {
   const Verbs* v = dev_ ? dev_->v : nullptr;
   flushQp_.reset();
   for (ibv_qp* qp : qps_) v->destroyQp(qp);
-  if (cq_) v->destroyCq(cq_);
+  if (rankProgress_) {
+    rankProgress_->cq->detach(&inbox_);
+    rankProgress_->cq->unreserve(cqEntries_);
+  }
+  rankProgress_.reset();  // the last connection of the rank here stops its thread
   fifo_.reset();
   if (creditMr_.handle) dev_->hostMrs->release(creditMr_);
   std::free(creditMem_);

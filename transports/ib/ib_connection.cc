@@ -28,15 +28,19 @@ namespace weft::ib {
 void IbConnection::createQueues(uint32_t nSlots) {
   const Verbs* v = dev_->v;
   int nQps = cfg_.qpsPerConnection;
+  // Everything this end can have outstanding: data writes or receives,
+  // credit writes, the close notice, the flush read.
   int cqe = nQps * static_cast<int>(2 * nSlots + kMaxCreditWrites + 4) + 16;
-  if (wantsGpuSlots()) cqe += 2;  // the flush read in flight
-  cq_ = v->createCq(dev_->ctx, cqe, nullptr, nullptr, 0);
-  if (!cq_) raise(weftSystemError, "NET/IB: ibv_create_cq(%d) on %s failed: %s", cqe, where().c_str(), std::strerror(errno));
-  if (dev_->events) dev_->events->watchCq(this, cq_, [this](const std::string& m) { failAsync(m, false); });
+  if (wantsGpuSlots()) cqe += 2;
+  rankProgress_ = dev_->progressFor(rank_);
+  proxy_ = rankProgress_->proxy.get();
+  rankProgress_->cq->reserve(cqe, where());
+  cqEntries_ = cqe;
+  ibv_cq* cq = rankProgress_->cq->cq();
   for (int q = 0; q < nQps; ++q) {
     ibv_qp_init_attr init{};
-    init.send_cq = cq_;
-    init.recv_cq = cq_;
+    init.send_cq = cq;
+    init.recv_cq = cq;
     init.qp_type = IBV_QPT_RC;
     init.cap.max_send_wr = nSlots + kMaxCreditWrites + 2;
     init.cap.max_recv_wr = nSlots + 1;
@@ -45,6 +49,7 @@ void IbConnection::createQueues(uint32_t nSlots) {
     ibv_qp* qp = v->createQp(dev_->pd, &init);
     if (!qp) raise(weftSystemError, "NET/IB: ibv_create_qp on %s failed: %s", where().c_str(), std::strerror(errno));
     qps_.push_back(qp);
+    rankProgress_->cq->attach(qp->qp_num, &inbox_);
     if (dev_->events) dev_->events->watchQp(this, qp->qp_num, [this](const std::string& m) { failAsync(m, false); });
     ibv_qp_attr a{};
     a.qp_state = IBV_QPS_INIT;
@@ -169,11 +174,9 @@ ConnInfo IbConnection::exchangeInfo(ConnectContext& ctx, uint64_t tag, const Con
   std::vector<uint8_t> got(connInfoWireBytes());
   ctx.bootstrap->recv(peer_, tag, got.data(), got.size());
   ConnInfo remote = decodeConnInfo(got.data(), got.size());
-  ConnRole wantRole = isSender_ ? ConnRole::Receiver : ConnRole::Sender;
-  if (remote.role != wantRole || remote.srcRank != peer_ || remote.dstRank != rank_)
-    raise(weftRemoteError, "NET/IB: %s: connection info is for rank %d -> %d (%s side), expected %d -> %d",
-          where().c_str(), remote.srcRank, remote.dstRank, remote.role == ConnRole::Sender ? "send" : "receive", peer_,
-          rank_);
+  const ConnRole wantRole = isSender_ ? ConnRole::Receiver : ConnRole::Sender;
+  if (const std::string bad = connInfoPeerProblem(remote, wantRole, peer_, rank_); !bad.empty())
+    raise(weftRemoteError, "NET/IB: %s: refused what the peer sent: %s", where().c_str(), bad.c_str());
   if (!remote.usable) raise(weftRemoteError, "NET/IB: %s: the peer has no usable IB port", where().c_str());
   if (remote.nQps != mine.nQps)
     raise(weftInvalidUsage, "NET/IB: %s: WEFT_IB_QPS_PER_CONNECTION differs (%u here, %u on the peer)",
@@ -229,7 +232,6 @@ void IbConnection::connect(ConnectContext& ctx, uint64_t tag) {
   std::memset(creditMem_, 0, kPage);
   end_.attach(fifo_->hdr(), fifo_->data(), ctx.geometry);
   // The executor sleeps on its own bell; the rank's proxy on the service's.
-  proxy_ = dev_->proxyFor(rank_);
   end_.producerBell = isSender_ ? ctx.localBell : proxy_->bell();
   end_.consumerBell = isSender_ ? proxy_->bell() : ctx.localBell;
   creditMr_ = dev_->hostMrs->acquire(creditMem_, kPage);
@@ -271,7 +273,10 @@ void IbConnection::placeSlots(uint32_t nSlots, uint64_t slotBytes, const Loopbac
   if (wantsGpuSlots()) {
     try {
       fifo_ = std::make_unique<IbFifoMemory>(dev_, device_->gdr.mode, device_->cudaDev, nSlots, slotBytes);
-      if (!isSender_ && device_->flush) flushQp_ = std::make_unique<FlushQp>(*dev_, cq_, self, cfg_, where());
+      if (!isSender_ && device_->flush) {
+        flushQp_ = std::make_unique<FlushQp>(*dev_, rankProgress_->cq->cq(), self, cfg_, where());
+        rankProgress_->cq->attach(flushQp_->qpNum(), &inbox_);
+      }
       return;
     } catch (const Error& e) {
       // The cause is already logged (raise warns); say what happens next.
@@ -311,6 +316,15 @@ void IbConnection::completionError(const ibv_wc& wc) {
   raise(weftRemoteError, "%s", buf);
 }
 
+int IbConnection::takeCompletions(ibv_wc* wcs) {
+  std::string why;
+  const int n = rankProgress_->cq->take(&inbox_, wcs, kPollBatch, &why);
+  if (n < 0)
+    raise(weftSystemError, "NET/IB: completion queue of %s failed: %s (every connection of rank %d on %s fails with "
+          "it)", where().c_str(), why.c_str(), rank_, choice_.port.dev.c_str());
+  return n;
+}
+
 bool IbConnection::senderStep() {
   CreditWindow& credits = progress_->credits;
   InOrderWindow& done = progress_->order;
@@ -348,10 +362,7 @@ bool IbConnection::senderStep() {
   }
 
   ibv_wc wcs[kPollBatch];
-  int n = ibv_poll_cq(cq_, kPollBatch, wcs);
-  if (n < 0)
-    raise(weftSystemError, "NET/IB: ibv_poll_cq on %s failed: the completion queue overran or the HCA failed",
-          where().c_str());
+  const int n = takeCompletions(wcs);
   for (int i = 0; i < n; ++i) {
     if (takeCloseCompletion(wcs[i])) continue;
     if (wcs[i].status != IBV_WC_SUCCESS) completionError(wcs[i]);
@@ -380,10 +391,7 @@ bool IbConnection::receiverStep() {
   uint32_t& received = progress_->received;
   bool progressed = false;
   ibv_wc wcs[kPollBatch];
-  int n = ibv_poll_cq(cq_, kPollBatch, wcs);
-  if (n < 0)
-    raise(weftSystemError, "NET/IB: ibv_poll_cq on %s failed: the completion queue overran or the HCA failed",
-          where().c_str());
+  const int n = takeCompletions(wcs);
   for (int i = 0; i < n; ++i) {
     const ibv_wc& wc = wcs[i];
     if (takeCloseCompletion(wc)) continue;

@@ -21,6 +21,7 @@
 #include "transports/ib/gdr_decision.h"
 #include "transports/ib/ib_connection.h"
 #include "transports/ib/ib_device.h"
+#include "transports/ib/shared_cq.h"
 #include "transports/proxy_service.h"
 
 namespace weft::ib {
@@ -113,6 +114,9 @@ class IbConnection : public Connection, private ProxyTask {
   bool senderStep();
   bool receiverStep();
   void completionError(const ibv_wc& wc);
+  // This connection's completions from the shared queue (at most
+  // kPollBatch); throws when the queue failed.
+  int takeCompletions(ibv_wc* wcs);
   // Marks the FIFO failed (both executors stop waiting) and reports the
   // communicator's async error. `logged`: raise() already printed msg.
   void failAsync(const std::string& msg, bool logged);
@@ -128,7 +132,11 @@ class IbConnection : public Connection, private ProxyTask {
   std::optional<DevicePlacement> device_;  // set for device-buffer traffic
 
   std::shared_ptr<IbDevice> dev_;
-  ibv_cq* cq_ = nullptr;
+  // The rank's completion queue on dev_ and the thread that polls it; its
+  // completions for this connection's QPs land in inbox_.
+  std::shared_ptr<RankProgress> rankProgress_;
+  CompletionInbox inbox_;
+  int cqEntries_ = 0;  // reserved in the shared queue
   std::vector<ibv_qp*> qps_;
   uint32_t psn_ = 0;
   std::unique_ptr<IbFifoMemory> fifo_;
@@ -153,7 +161,7 @@ class IbConnection : public Connection, private ProxyTask {
         : credits(nSlots), returns(kMaxCreditWrites), order(nSlots), flush(flushOn) {}
   };
   std::optional<ProxyProgress> progress_;
-  std::shared_ptr<ProxyService> proxy_;  // shared by this rank's connections on dev_
+  ProxyService* proxy_ = nullptr;  // rankProgress_'s thread
   std::atomic<bool> closeRequested_{false};
   bool closePosted_ = false;  // proxy only
   std::atomic<bool> closeDone_{false};

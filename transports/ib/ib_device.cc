@@ -11,6 +11,7 @@
 #include "src/util/error.h"
 #include "src/util/log.h"
 #include "transports/ib/peer_memory.h"
+#include "transports/ib/shared_cq.h"
 #include "transports/ib/verbs_loader.h"
 
 namespace weft::ib {
@@ -55,13 +56,10 @@ MrCache& IbDevice::gpuMrs(GdrMode mode) {
   raise(weftInternalError, "NET/IB: no GPU registration for mode %s", gdrModeName(mode));
 }
 
-std::shared_ptr<ProxyService> IbDevice::proxyFor(int rank) {
+std::shared_ptr<RankProgress> IbDevice::progressFor(int rank) {
   std::lock_guard<std::mutex> lock(proxyMu_);
-  if (auto live = proxies_[rank].lock()) return live;
-  // Completions and credits arrive without a ring, so an idle proxy naps in
-  // 50 us slices: short enough to keep polling, long enough to leave the
-  // core to ranks that need it.
-  auto made = std::make_shared<ProxyService>("weft-ib-" + std::to_string(rank), 50 * 1000);
+  if (auto live = proxies_[rank].lock(); live && !live->cq->broken()) return live;
+  auto made = std::make_shared<RankProgress>(*this, rank);
   proxies_[rank] = made;
   return made;
 }

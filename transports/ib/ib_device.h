@@ -20,6 +20,8 @@
 
 namespace weft::ib {
 
+struct RankProgress;
+
 struct IbDevice {
   const Verbs* v = nullptr;
   std::string name;
@@ -42,13 +44,15 @@ struct IbDevice {
   // The cache that registers GPU memory the way `mode` says (not Staged).
   MrCache& gpuMrs(GdrMode mode);
 
-  // The progress thread that serves every connection of `rank` on this
-  // device, started with its first connection and stopped after its last.
-  std::shared_ptr<ProxyService> proxyFor(int rank);
+  // The completion queue and progress thread that serve every connection
+  // of `rank` on this device (shared_cq.h), made with its first connection
+  // and freed after its last; a new one replaces a queue that failed.
+  // Throws weftSystemError when the queue cannot be created.
+  std::shared_ptr<RankProgress> progressFor(int rank);
 
  private:
   std::mutex proxyMu_;
-  std::map<int, std::weak_ptr<ProxyService>> proxies_;
+  std::map<int, std::weak_ptr<RankProgress>> proxies_;
 };
 
 // Opens `name` (or returns the process's open instance). Throws

@@ -62,6 +62,7 @@ VerbsLoad loadVerbsFrom(const std::string& name) {
   bind(lib, "ibv_fork_init", v.forkInit, nullptr);
   bind(lib, "_ibv_query_gid_ex", v.queryGidEx, nullptr);
   bind(lib, "ibv_is_fork_initialized", v.isForkInitialized, nullptr);
+  bind(lib, "ibv_resize_cq", v.resizeCq, nullptr);
   if (!missing.empty()) {
     l.why = name + " lacks " + missing;
     return l;

@@ -34,6 +34,9 @@ struct Verbs {
   int (*deregMr)(ibv_mr* mr) = nullptr;
   ibv_cq* (*createCq)(ibv_context* ctx, int cqe, void* cqContext, ibv_comp_channel* channel, int vector) = nullptr;
   int (*destroyCq)(ibv_cq* cq) = nullptr;
+  // Optional: a rank's shared completion queue grows with its connections
+  // (shared_cq.h); without it the first queue's size is the limit.
+  int (*resizeCq)(ibv_cq* cq, int cqe) = nullptr;
   ibv_qp* (*createQp)(ibv_pd* pd, ibv_qp_init_attr* attr) = nullptr;
   int (*modifyQp)(ibv_qp* qp, ibv_qp_attr* attr, int mask) = nullptr;
   int (*destroyQp)(ibv_qp* qp) = nullptr;

@@ -99,11 +99,13 @@ class P2pTransport : public Transport {
     const size_t bytes = fifoBytes(ctx.geometry.nSlots, ctx.geometry.slotBytes);
     WEFT_CUDA_CHECK(cudaMalloc(&c->owned, bytes));
     // The header is built on the host (fifoInit validates the geometry) and
-    // copied into place; the slots need no initial value.
+    // copied into place. The slots start zeroed: device LL reads a zero
+    // line as the flag of the piece before a slot's first (device_layout.h).
     std::vector<char> header(fifoBytes(ctx.geometry.nSlots, ctx.geometry.slotBytes) -
                              size_t(ctx.geometry.nSlots) * ctx.geometry.slotBytes);
     FifoHeader* h = fifoInit(header.data(), ctx.geometry.nSlots, ctx.geometry.slotBytes);
     WEFT_CUDA_CHECK(cudaMemcpy(c->owned, header.data(), header.size(), cudaMemcpyHostToDevice));
+    WEFT_CUDA_CHECK(cudaMemset(static_cast<char*>(c->owned) + header.size(), 0, bytes - header.size()));
     P2pOffer offer;
     offer.sameProcess = c->sameProc;
     offer.bytes = bytes;

@@ -44,7 +44,8 @@ SocketConnection::SocketConnection(Params params, std::vector<Socket> sockets, S
       // service of its own.
       service_(p_.service ? std::move(p_.service)
                           : std::make_shared<ProxyService>("weft-sock-" + std::to_string(p_.rank), kProxySleepSliceNs,
-                                                           /*spin=*/false, p_.rank)),
+                                                           /*spin=*/false, p_.rank,
+                                                           /*yield=*/!(p_.side == Side::Recv && p_.oversubscribed))),
       bell_(service_->bell()),
       listener_(std::move(listener)),
       sockets_(std::move(sockets)) {
@@ -61,7 +62,10 @@ SocketConnection::SocketConnection(Params params, std::vector<Socket> sockets, S
   // WEFT_SOCKET_INLINE: 0 off, 1 the default size, else the largest piece.
   const int64_t inl = settings::get(settings::kSocketInline);
   if (inl < 0) raise(weftInvalidArgument, "WEFT_SOCKET_INLINE=%ld must be 0, 1 or a size in bytes", long(inl));
-  inlineMaxBytes_ = inl == 1 ? (p_.oversubscribed ? 0 : kDefaultInlineMaxBytes) : static_cast<uint64_t>(inl);
+  // Where ranks outnumber cores too: the executor then polls only after
+  // each yield (host_executor.cc), which is how a rank with no proxy
+  // thread to wake hears from its peer soonest.
+  inlineMaxBytes_ = inl == 1 ? kDefaultInlineMaxBytes : static_cast<uint64_t>(inl);
   if (inlineMaxBytes_ != 0) end.progress = this;
   executorEnd_ = end;
   inlineFds_.reserve(p_.nSockets);
@@ -101,7 +105,7 @@ bool SocketConnection::tryProgress(uint64_t pieceBytes) {
     // it is a failed system call per socket per poll.
     uint64_t off = 0, len = 0;
     slotPart(pieceBytes, p_.nSockets, 1, &off, &len);
-    moved = recvPass(&failed, &inlineFds_, &open, &slotWait, len == 0 ? 1 : p_.nSockets);
+    moved = recvPass(&failed, &inlineFds_, &open, &slotWait, len == 0 ? 1 : p_.nSockets, /*onePart=*/true);
   }
   return moved;
 }

@@ -69,7 +69,7 @@ class SocketConnection final : public Connection, private FifoProgress, private 
     FifoGeometry geometry;
     Doorbell* localBell;
     const std::atomic<bool>* abortFlag;
-    bool oversubscribed = false;  // the executor does not move bytes itself then
+    bool oversubscribed = false;  // ranks outnumber cores: the receiving proxy sleeps without yielding
     std::function<void(weftResult_t, const std::string&)> onAsyncError;
     uint32_t nSockets;
     // Receiving side: where the sockets arrive and how to recognise them.
@@ -126,8 +126,10 @@ class SocketConnection final : public Connection, private FifoProgress, private 
   // One pass of the receive side under pumpMu_: reads the first nRead open
   // sockets and posts the completed slots. *readFds: sockets to poll; *open:
   // sockets not yet ended in order; *slotWait: some part waits for a free slot.
+  // onePart: each socket stops after one whole part (the executor, which
+  // needs one slot, then spares the read that would find nothing more).
   bool recvPass(bool* failed, std::vector<int>* readFds, uint32_t* open, bool* slotWait,
-                uint32_t nRead = socket_wire::kMaxSockets);
+                uint32_t nRead = socket_wire::kMaxSockets, bool onePart = false);
   // The executor moved bytes within the last yield window: the proxy then
   // sleeps instead of spinning for the same cores.
   bool executorActive() const;
@@ -161,8 +163,9 @@ class SocketConnection final : public Connection, private FifoProgress, private 
   AcceptOutcome reject(PendingAccept& a, const std::string& why);
   // Writes as much of socket i's pending parts as the kernel takes.
   bool pumpSend(uint32_t i, uint32_t posted, bool* failed);
-  // Reads as much from socket i as there is; false when nothing moved.
-  bool pumpRecv(uint32_t i, bool* failed);
+  // Reads as much from socket i as there is (onePart: up to the end of one
+  // part); false when nothing moved.
+  bool pumpRecv(uint32_t i, bool* failed, bool onePart = false);
   // Reads (more of) socket i's next slot header; on socket 0, when the next
   // slot is free, with the start of its payload (kHeadPayload). Bytes read,
   // 0 when none, -1 with *why set.

@@ -77,7 +77,7 @@ ssize_t SocketConnection::readHeader(uint32_t i, std::string* why) {
   }
 }
 
-bool SocketConnection::pumpRecv(uint32_t i, bool* failed) {
+bool SocketConnection::pumpRecv(uint32_t i, bool* failed, bool onePart) {
   FifoHeader* hdr = proxyEnd_.hdr;
   RecvCursor& c = recvCursors_[i];
   const int fd = sockets_[i].fd();
@@ -146,12 +146,13 @@ bool SocketConnection::pumpRecv(uint32_t i, bool* failed) {
       return fail("sockets disagree on the size of slot " + std::to_string(seq));
     c.inPart = false;
     moved = true;
+    if (onePart) return moved;
   }
   return moved;
 }
 
 bool SocketConnection::recvPass(bool* failed, std::vector<int>* readFds, uint32_t* open, bool* slotWait,
-                                uint32_t nRead) {
+                                uint32_t nRead, bool onePart) {
   FifoHeader* hdr = proxyEnd_.hdr;
   bool moved = false;
   *open = 0;
@@ -164,7 +165,7 @@ bool SocketConnection::recvPass(bool* failed, std::vector<int>* readFds, uint32_
       ++*open;
       continue;
     }
-    moved |= pumpRecv(i, failed);
+    moved |= pumpRecv(i, failed, onePart);
     if (*failed) return moved;
     if (c.closed) continue;
     ++*open;

@@ -69,7 +69,13 @@ class SocketTransport final : public Transport {
   // they did with a thread per connection end: a ring step both sends and
   // receives, and one thread doing both made 1-16 MB calls 1.5-3x slower
   // on loopback. A service lives while a connection on it does.
-  std::shared_ptr<ProxyService> service(int rank, SocketConnection::Side side) {
+  // Where ranks outnumber cores the receiving service naps in poll() as
+  // soon as a pass finds nothing, without yielding first: every rank's
+  // proxies yielding in turn keep the cores busy with failed reads while the
+  // ranks that would send are queued behind them; poll() costs nothing until
+  // the data is there, and the kernel wakes the thread on arrival.
+  std::shared_ptr<ProxyService> service(const ConnectContext& ctx, SocketConnection::Side side) {
+    const int rank = ctx.rank;
     std::lock_guard<std::mutex> lock(serviceMu_);
     std::weak_ptr<ProxyService>& slot = side == SocketConnection::Side::Send ? sendService_ : recvService_;
     if (auto live = slot.lock()) return live;
@@ -77,7 +83,8 @@ class SocketTransport final : public Transport {
     // bounds how late it sees an abort or a halt nobody rings for.
     const char* dir = side == SocketConnection::Side::Send ? "s" : "r";
     auto made = std::make_shared<ProxyService>("weft-sock" + std::string(dir) + "-" + std::to_string(rank),
-                                               kProxySleepSliceNs, /*spin=*/false, rank);
+                                               kProxySleepSliceNs, /*spin=*/false, rank,
+                                               /*yield=*/!(side == SocketConnection::Side::Recv && ctx.oversubscribed));
     slot = made;
     return made;
   }
@@ -89,7 +96,7 @@ class SocketTransport final : public Transport {
     SocketAddress bound;
     Socket listener = listenOn(nic.addr, &bound, 64);
     auto p = baseParams(ctx, peer, tag, SocketConnection::Side::Recv, nic.name);
-    p.service = service(ctx.rank, SocketConnection::Side::Recv);
+    p.service = service(ctx, SocketConnection::Side::Recv);
     p.nSockets = socketCount();
     randomBytes(&p.nonce, sizeof(p.nonce));
     ConnectInfo info;
@@ -133,7 +140,7 @@ class SocketTransport final : public Transport {
       sockets.push_back(std::move(s));
     }
     auto p = baseParams(ctx, peer, tag, SocketConnection::Side::Send, nic.name);
-    p.service = service(ctx.rank, SocketConnection::Side::Send);
+    p.service = service(ctx, SocketConnection::Side::Send);
     p.peerName = what;
     p.nSockets = info.nSockets;
     p.nonce = info.nonce;

@@ -10,6 +10,10 @@
 
 namespace weft::cuda {
 
+// Where plans for device buffers split a buffer (CollArgs::alignBytes): the
+// interpreter moves a piece in 16-byte vectors only when every pointer of it
+// is 16-byte aligned, and element by element otherwise.
+constexpr uint32_t kDeviceSplitAlignBytes = 16;
 constexpr int kMaxDeviceBindings = 64;  // (send, recv) pairs carried inline in DevLaunch
 // Channels of one launch. A launch has at most kMaxDeviceCtas CTAs; a CTA
 // serves channels cta, cta + nCtas, ... (at most kMaxChannelsPerCta),
@@ -70,6 +74,24 @@ enum DevArith : uint32_t {
   kArithNative = 1,  // half2/bfloat162 instructions where that rounds the same for finite values
 };
 
+// DevLaunch::proto: how pieces cross the FIFOs.
+enum DevProto : uint32_t {
+  // Slot data, then sizes, one system fence, the posted counter; the
+  // consumer polls posted.
+  kProtoSimple = 0,
+  // Low latency (NCCL's LL): every 8-byte line of a slot carries 4 bytes of
+  // data and a 4-byte flag (the piece's FIFO counter + 1), stored together;
+  // the consumer polls the lines themselves (its own memory), so no fence
+  // and no counter read stand between the data and its reader. A slot
+  // holds half its bytes of data. The FIFO's counters still carry credits
+  // (consumed) and the count of posted pieces; an LL FIFO must start with
+  // zeroed slots and counters at 0 (flag 0 then belongs to counter
+  // 2^32 - 1, the "piece before" the slot's first), and must not carry
+  // simple pieces too (their bytes could look like flags).
+  kProtoLl = 1,
+};
+constexpr uint64_t kLlLineBytes = 8;  // one line: 4 data bytes + 4 flag bytes
+
 // Everything one launch needs besides the uploaded plan.
 struct DevLaunch {
   const DevChannel* channels;  // device memory
@@ -81,6 +103,8 @@ struct DevLaunch {
   uint64_t timeoutNs;          // 0: none
   uint32_t elemSize;
   uint32_t arith;              // DevArith (0, the zeroed default: exact)
+  uint32_t proto;              // DevProto (0, the zeroed default: simple)
+  uint32_t pad;
   uint64_t sliceBytes;         // piece bytes (plan::Plan::sliceBytes); 0: the FIFO slot
   int32_t nranks;
   int32_t type;                // weftDataType_t

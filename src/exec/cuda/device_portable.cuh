@@ -66,6 +66,10 @@ WEFT_DEV void pause(uint32_t spins) { __nanosleep(spins < 1024 ? 32 : 1000); }
 // Slot data is rewritten by another agent while the kernel runs: never
 // served from a cache.
 WEFT_DEV Vec16 loadSlotVec(const Vec16* p) { return __ldcv(p); }
+// LL lines: 8 bytes (data word, flag word) written and read as one access,
+// so a reader that sees the flag sees the data of the same store.
+WEFT_DEV uint64_t loadLine(const uint64_t* p) { return *reinterpret_cast<const volatile uint64_t*>(p); }
+WEFT_DEV void storeLine(uint64_t* p, uint64_t v) { *reinterpret_cast<volatile uint64_t*>(p) = v; }
 template <class S>
 WEFT_DEV S loadSlot(const S* p) {
   return *reinterpret_cast<const volatile S*>(p);
@@ -97,6 +101,12 @@ inline uint64_t nowNs() {
 }
 inline void pause(uint32_t) { std::this_thread::yield(); }
 inline Vec16 loadSlotVec(const Vec16* p) { return *p; }
+// Data and flag share the word: relaxed is enough (nothing else is
+// published by a line).
+inline uint64_t loadLine(const uint64_t* p) {
+  return std::atomic_ref<uint64_t>(*const_cast<uint64_t*>(p)).load(std::memory_order_relaxed);
+}
+inline void storeLine(uint64_t* p, uint64_t v) { std::atomic_ref<uint64_t>(*p).store(v, std::memory_order_relaxed); }
 template <class S>
 inline S loadSlot(const S* p) {
   return *p;

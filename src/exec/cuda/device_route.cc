@@ -139,6 +139,13 @@ void setUpDeviceAtInit(weftComm* comm, const plan::Plan* ring) {
   if (ring) st.prepare(*ring, deviceFifos(comm));
 }
 
+void warmUpDevice(weftComm* comm, std::span<const plan::Plan> plans) {
+  if (comm->cudaDev < 0 || !gpuAvailable()) return;
+  DeviceState* st = existingState(comm);
+  if (!st) st = &makeState(comm, comm->cudaDev);
+  for (const plan::Plan& p : plans) st->prepare(p, deviceFifos(comm));
+}
+
 int currentDevice() {
   if (!gpuAvailable()) return -1;
   int d = -1;
@@ -187,6 +194,8 @@ const void* deviceStageCopy(weftComm*, const void*, size_t, weftStream_t) {
 void pollDeviceStatus(weftComm*) {}
 
 void setUpDeviceAtInit(weftComm*, const plan::Plan*) {}
+
+void warmUpDevice(weftComm*, std::span<const plan::Plan>) {}
 
 #endif
 

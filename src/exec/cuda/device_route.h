@@ -56,4 +56,9 @@ void pollDeviceStatus(weftComm* comm);
 // first calls. Throws weft::Error.
 void setUpDeviceAtInit(weftComm* comm, const plan::Plan* ring);
 
+// weftCommWarmup's device half: with a GPU, makes the device state if init
+// did not, and maps the device FIFOs of every plan (whose edges the caller
+// connected). Nothing without a GPU. Throws weft::Error.
+void warmUpDevice(weftComm* comm, std::span<const plan::Plan> plans);
+
 }  // namespace weft::cuda

@@ -208,6 +208,7 @@ void DeviceState::fillLaunch(DevLaunch& L, const Uploaded& u, const plan::Plan& 
   L.opKind = static_cast<int32_t>(op.kind);
   memcpy(L.scalar, op.scalar, sizeof(L.scalar));
   L.arith = exactArith_ ? kArithExact : kArithNative;
+  L.proto = p.deviceLl ? kProtoLl : kProtoSimple;
   L.nBindings = static_cast<int32_t>(b.size());
   for (size_t i = 0; i < b.size(); i++) L.bindings[i] = {b[i].send, b[i].recv};
 }

@@ -20,12 +20,20 @@
 // GPU the consumer end's memory (p2p: the receiver's) holds both counters,
 // so the producer reads remote memory only when it runs out of credit.
 // Posting costs one system fence per piece: slot sizes, fence, counters.
+//
+// With the LL protocol (DevLaunch::proto, device_ll.cuh) a piece's lines
+// carry their own flags: thread 0 takes an input as ready when the first
+// line of its piece has the flag, every thread then waits for its own
+// lines, and posting is the lines themselves (the posted counter is still
+// advanced, without a fence, to count pieces; consumed still returns
+// credit).
 #pragma once
 
 #include <stdint.h>
 
 #include "src/exec/cuda/device_compute.cuh"
 #include "src/exec/cuda/device_layout.h"
+#include "src/exec/cuda/device_ll.cuh"
 #include "src/exec/cuda/device_portable.cuh"
 #include "weft/weft.h"
 
@@ -59,6 +67,10 @@ struct CtaShared {
   uint64_t n;      // elements of the chosen piece
   int32_t pick;    // the chosen channel (index into cur), -1: all done
   uint32_t stop;   // non-zero: stop (code reported)
+  // Non-zero: an LL wait ended mid-piece. Written only between the two
+  // barriers around a piece (sh.stop is rewritten by thread 0 while slower
+  // threads may still read the last piece's value).
+  uint32_t llStop;
   uint32_t rr;     // where the next search starts (fairness)
 };
 
@@ -92,7 +104,8 @@ WEFT_DEV uint32_t reportStop(const DevLaunch& L, uint32_t code, int channel, int
 WEFT_DEV uint64_t pieceElemsOf(const DevLaunch& L, const DevStep& st) {
   if (!st.nRecv && !st.nSend) return st.count;
   const DevFifo& f = L.fifos[st.nRecv ? st.in[0] : st.out[0]];
-  const uint64_t slice = L.sliceBytes && L.sliceBytes < f.slotBytes ? L.sliceBytes : f.slotBytes;
+  const uint64_t room = L.proto == kProtoLl ? f.slotBytes / 2 : f.slotBytes;  // LL: half of a line is flag
+  const uint64_t slice = L.sliceBytes && L.sliceBytes < room ? L.sliceBytes : room;
   const uint64_t piece = slice / L.elemSize;
   return piece ? piece : 1;
 }
@@ -112,11 +125,35 @@ WEFT_DEV void loadCounters(const DevLaunch& L, const DevStep& st, ChanCursor& cc
   cc.loaded = 1;
 }
 
+// Thread 0, LL: an input is ready when the first line of its piece carries
+// the piece's flag (counter + 1); an output when the consumer gave credit.
+WEFT_DEV uint32_t tryPieceLl(const DevLaunch& L, const DevStep& st, ChanCursor& cc, CtaShared& sh) {
+  for (int i = 0; i < st.nRecv; i++) {
+    const DevFifo& f = L.fifos[st.in[i]];
+    char* slot = f.data + (cc.inC[i] % f.nSlots) * f.slotBytes;
+    if (cc.inP[i] == cc.inC[i]) {
+      if (llFlagOf(loadLine(reinterpret_cast<const uint64_t*>(slot))) != cc.inC[i] + 1) return 0;
+      cc.inP[i] = cc.inC[i] + 1;  // known ready until consumed
+    }
+    sh.inSlot[i] = slot;
+  }
+  for (int i = 0; i < st.nSend; i++) {
+    const DevFifo& f = L.fifos[st.out[i]];
+    if (cc.outP[i] - cc.outC[i] >= f.nSlots) {
+      cc.outC[i] = loadCounter(f.consumed);
+      if (cc.outP[i] - cc.outC[i] >= f.nSlots) return 0;
+    }
+    sh.outSlot[i] = f.data + (cc.outP[i] % f.nSlots) * f.slotBytes;
+  }
+  return 1;
+}
+
 // Thread 0: is the channel's next piece (n elements) ready? 0 when not,
 // 1 when ready (slots in sh), else a stop code (already reported).
 WEFT_DEV uint32_t tryPiece(const DevLaunch& L, const DevStep& st, ChanCursor& cc, CtaShared& sh, int channel,
                            uint64_t n) {
   if (!cc.loaded) loadCounters(L, st, cc);
+  if (L.proto == kProtoLl) return tryPieceLl(L, st, cc, sh);
   bool fresh = false;
   for (int i = 0; i < st.nRecv; i++) {
     if (cc.inP[i] != cc.inC[i]) continue;
@@ -213,11 +250,12 @@ WEFT_DEV uint32_t choosePiece(const DevLaunch& L, const CtaCtx& c, CtaShared& sh
 // its inputs, advance the channel.
 WEFT_DEV void finishPiece(const DevLaunch& L, const DevStep& st, ChanCursor& cc, uint64_t n) {
   const uint64_t bytes = n * L.elemSize;
-  for (int i = 0; i < st.nSend; i++) {
+  const bool simple = L.proto != kProtoLl;  // LL lines published themselves
+  for (int i = 0; simple && i < st.nSend; i++) {
     const DevFifo& f = L.fifos[st.out[i]];
     storeSize(&f.sizes[cc.outP[i] % f.nSlots], bytes);
   }
-  if (st.nSend) fenceSystem();  // the CTA's slot writes (ordered by ctaSync) and the sizes first
+  if (st.nSend && simple) fenceSystem();  // the CTA's slot writes (ordered by ctaSync) and the sizes first
   for (int i = 0; i < st.nSend; i++) storeCounter(L.fifos[st.out[i]].posted, ++cc.outP[i]);
   // The slots' reads are complete (their values were used); no fence needed.
   for (int i = 0; i < st.nRecv; i++) storeCounter(L.fifos[st.in[i]].consumed, ++cc.inC[i]);
@@ -229,9 +267,33 @@ WEFT_DEV void finishPiece(const DevLaunch& L, const DevStep& st, ChanCursor& cc,
   }
 }
 
+// Every thread, LL: the piece's lines; a wait that ends early is reported
+// and stops the CTA (sh.llStop) before the piece is posted.
+template <class E, class Op>
+WEFT_DEV void runPieceLl(const DevLaunch& L, const CtaCtx& c, CtaShared& sh, const PieceIo<E>& io,
+                         typename E::Store* dst, const DevStep& st) {
+  const ChanCursor& cc = sh.cur[sh.pick];
+  LlIo ll;
+  for (int i = 0; i < 2; i++) {
+    ll.in[i] = reinterpret_cast<const uint64_t*>(sh.inSlot[i]);
+    ll.out[i] = reinterpret_cast<uint64_t*>(sh.outSlot[i]);
+    ll.inFlag[i] = cc.inC[i] + 1;
+    ll.outFlag[i] = cc.outP[i] + 1;
+  }
+  ll.nOut = st.nSend;
+  const uint32_t why = computePieceLl<E, Op>(L, io, ll, dst, sh.n, static_cast<uint64_t>(c.tid),
+                                            static_cast<uint64_t>(c.nThreads));
+  if (why == kLlOk) return;
+  const int channel = channelOf(c, sh.pick);
+  const uint32_t code = why == kLlTimeout ? reportStop(L, kCodeTimeout, channel, static_cast<int>(cc.step), -1)
+                        : loadFlag(L.abortFlag) ? reportStop(L, kCodeRemote, channel, static_cast<int>(cc.step), -1)
+                                                : kCodeRemote;
+  storeStatus(&sh.llStop, code);
+}
+
 // Every thread: the piece sh.pick chose.
 template <class E, class Op>
-WEFT_DEV void runPiece(const DevLaunch& L, const CtaCtx& c, const CtaShared& sh, typename E::Acc scale) {
+WEFT_DEV void runPiece(const DevLaunch& L, const CtaCtx& c, CtaShared& sh, typename E::Acc scale) {
   using S = typename E::Store;
   const ChanCursor& cc = sh.cur[sh.pick];
   const DevChannel ch = L.channels[channelOf(c, sh.pick)];
@@ -251,6 +313,8 @@ WEFT_DEV void runPiece(const DevLaunch& L, const CtaCtx& c, const CtaShared& sh,
   io.native = L.arith == kArithNative;
   io.scale = scale;
   io.nranks = L.nranks;
+  if (L.proto == kProtoLl)
+    return runPieceLl<E, Op>(L, c, sh, io, dstBase ? io.out[io.nOut - 1] : nullptr, st);
   computePiece<E, Op>(io, sh.n, static_cast<uint64_t>(c.tid), static_cast<uint64_t>(c.nThreads));
 }
 
@@ -268,6 +332,7 @@ WEFT_DEV void interpretCta(const DevLaunch& L, CtaShared& sh, const CtaCtx& c) {
   if (c.tid == 0) {
     for (int k = 0; k < nOwned; k++) sh.cur[k] = ChanCursor{};
     sh.rr = 0;
+    sh.llStop = 0;
   }
   for (;;) {
     if (c.tid == 0) sh.stop = choosePiece(L, c, sh, nOwned);
@@ -275,6 +340,7 @@ WEFT_DEV void interpretCta(const DevLaunch& L, CtaShared& sh, const CtaCtx& c) {
     if (sh.stop || sh.pick < 0) return;
     runPiece<E, Op>(L, c, sh, scale);
     ctaSync(c);
+    if (sh.llStop) return;  // an LL wait ended early
     if (c.tid == 0) {
       ChanCursor& cc = sh.cur[sh.pick];
       const DevChannel ch = L.channels[channelOf(c, sh.pick)];

@@ -56,18 +56,28 @@ class Runner {
         const Step& st = (*cur.steps)[s];
         for (int i = 0; i < st.nRecv; i++) cur.fifos[s].in[i] = fifos.recv(st.recvPeer[i], st.conn);
         for (int i = 0; i < st.nSend; i++) cur.fifos[s].out[i] = fifos.send(st.sendPeer[i], st.conn);
+        for (int i = 0; i < st.nRecv; i++) proxied_ |= cur.fifos[s].in[i].progress != nullptr;
+        for (int i = 0; i < st.nSend; i++) proxied_ |= cur.fifos[s].out[i].progress != nullptr;
       }
     }
   }
 
-  // Waiting is spin, then yield (or keep spinning when every rank of the
-  // host has a core of its own), then sleep (Backoff, src/util/doorbell.h).
+  // Waiting is busy-poll (a rank with a core of its own) or a few spins,
+  // then yield, then sleep (Backoff, rankWaitKnobs, src/util/doorbell.h).
   // Ranks often outnumber cores: a yielding waiter hands its core straight
   // to the rank it waits for (no futex wake-up latency), and one that has
   // waited long sleeps on the doorbell so it costs nothing. The sleep comes
   // in bounded slices so abort and timeouts are noticed even if nobody rings.
   void run() {
-    Backoff backoff(waitKnobs(/*ownCore=*/!ctx_.oversubscribed));
+    // A rank without a core of its own that waits on a proxied FIFO (a
+    // socket) gets no spin phase: each poll of such a FIFO is a system call
+    // that reads the socket (tryProgress), and polls in a row keep the core
+    // from the rank that would send. Polling once per yield is how a rank
+    // hears soonest from a peer that shares its core (4 processes on 2 cores
+    // over TCP, 8 B: ~130 -> ~70 us).
+    WaitKnobs knobs = rankWaitKnobs(ctx_.busyPoll);
+    if (!ctx_.busyPoll && proxied_) knobs.spins = 0;
+    Backoff backoff(knobs);
     const int64_t timeoutNs = ctx_.timeoutMs * 1000000;
     for (;;) {
       uint32_t seen = ctx_.bell->seq.load(std::memory_order_acquire);
@@ -378,6 +388,7 @@ class Runner {
   std::span<ChannelCursor> cursors_;
   std::span<StepClock> clocks_;  // tracing only
   bool waitNoted_ = false;  // the diagnosis state shows a wait
+  bool proxied_ = false;    // some FIFO of the plan is moved by a proxy (FifoProgress)
 };
 
 }  // namespace

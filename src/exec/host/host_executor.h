@@ -54,9 +54,10 @@ struct HostExecContext {
   std::function<weftResult_t()> asyncError;
   int64_t timeoutMs = 0;
   int rank = 0;
-  // More ranks on this host than CPUs: a waiter yields its core (to the
-  // rank it waits for) instead of spinning on it.
-  bool oversubscribed = true;
+  // The rank has a core of its own (WEFT_SPIN, busyPolls): a wait polls
+  // back to back at first; otherwise it soon yields its core (to the rank
+  // it waits for) instead of spinning on it.
+  bool busyPoll = false;
   // WEFT_TRACE_FILE: record one event per step (src/exec/host/step_trace.h).
   TraceBuffer* trace = nullptr;
   int traceComm = -1;  // the communicator's slot in that file (TraceBuffer::addRank)

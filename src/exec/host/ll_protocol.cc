@@ -38,7 +38,7 @@ Engine::Engine(int rank, int nranks, size_t linesPerBuffer, std::vector<Region> 
       regions_(std::move(regions)),
       bells_(std::move(bells)),
       wait_(wait),
-      knobs_(waitKnobs(/*ownCore=*/!wait.oversubscribed)),
+      knobs_(rankWaitKnobs(wait.busyPoll)),
       known_(size_t(nranks), 0),
       stage_(kBlockBytes) {
   // Rounds continue from what this rank's region already shows (none: 0).

@@ -69,7 +69,7 @@ struct WaitSetup {
   const std::atomic<bool>* aborting = nullptr;     // weftCommAbort
   const std::atomic<int>* asyncError = nullptr;    // the communicator's error
   int64_t timeoutMs = 0;                           // 0: none
-  bool oversubscribed = true;                      // more ranks than cores
+  bool busyPoll = false;                           // the rank has a core of its own (busyPolls)
   CallState* state = nullptr;                      // where a wait is, for the diagnosis
 };
 

@@ -5,6 +5,8 @@
 // Results are checked against references on random data.
 #include <gtest/gtest.h>
 
+#include <dlfcn.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -213,9 +215,19 @@ int threadsNamed(const std::string& prefix) {
   return n;
 }
 
-// Every connection of a rank on a device is progressed by one thread: an
-// AllToAll connects each of 4 ranks to 3 peers in both directions on two
-// channels (48 connection ends), served by 4 proxy threads.
+// The completion queues the provider holds (it counts them for tests).
+int liveCqs() {
+  void* lib = dlopen(LOOPBACK_VERBS_LIB, RTLD_NOW | RTLD_NOLOAD);
+  auto count = lib ? reinterpret_cast<int (*)()>(dlsym(lib, "loopback_verbs_live_cqs")) : nullptr;
+  int n = count ? count() : -1;
+  if (lib) dlclose(lib);
+  return n;
+}
+
+// Every connection of a rank on a device is progressed by one thread and
+// completes into one queue: an AllToAll connects each of 4 ranks to 3
+// peers in both directions on two channels (48 connection ends), served by
+// 4 proxy threads polling 4 completion queues.
 TEST(IbloopProxy, OneProgressThreadPerRankServesEveryConnection) {
   applySetup(kSetups[0]);
   setenv("WEFT_NCHANNELS", "2", 1);
@@ -233,9 +245,42 @@ TEST(IbloopProxy, OneProgressThreadPerRankServesEveryConnection) {
       ASSERT_EQ(err, "") << s.describe();
     }
     EXPECT_EQ(threadsNamed("weft-ib-"), n);
+    EXPECT_EQ(liveCqs(), n);
   }
   unsetenv("WEFT_NCHANNELS");
   EXPECT_EQ(threadsNamed("weft-ib-"), 0) << "proxy threads outlived their connections";
+  EXPECT_EQ(liveCqs(), 0) << "completion queues outlived their connections";
+}
+
+// A rank's queue grows as its connections join: 32 slots on 4 QPs make
+// 304 entries per connection end, 12 ends per rank need 3648, more than
+// the first queue's 1024; every completion still reaches its connection.
+TEST(IbloopSharedCq, GrowsAsConnectionsJoin) {
+  applySetup(kSetups[0]);
+  setenv("WEFT_NCHANNELS", "2", 1);
+  setenv("WEFT_NSLOTS", "32", 1);
+  setenv("WEFT_IB_QPS_PER_CONNECTION", "4", 1);
+  const int n = 4;
+  const long logStart = logFileEnd();
+  {
+    ThreadRanks ranks(n);
+    ASSERT_EQ(ranks.status(), weftSuccess) << weftGetLastError(nullptr);
+    for (CollKind coll : {CollKind::AllToAll, CollKind::AllReduce}) {
+      Scenario s;
+      s.coll = coll;
+      s.count = 20011;
+      s.seed = 11;
+      Inputs in = makeInputs(s, n);
+      std::string err = ranks.run([&](int r) { return runAndCheck(ranks.comm(r), r, n, s, &in); });
+      ASSERT_EQ(err, "") << s.describe();
+    }
+    EXPECT_EQ(liveCqs(), n);
+  }
+  for (const char* v : {"WEFT_NCHANNELS", "WEFT_NSLOTS", "WEFT_IB_QPS_PER_CONNECTION"}) unsetenv(v);
+  const std::string log = logTextSince(logStart);
+  EXPECT_NE(log.find("grown from 1024 to 2048 entries"), std::string::npos) << log;
+  EXPECT_NE(log.find("grown from 2048 to 4096 entries"), std::string::npos) << log;
+  EXPECT_EQ(liveCqs(), 0);
 }
 
 int runScenarios(int rank, int n, const weftUniqueId& id) {

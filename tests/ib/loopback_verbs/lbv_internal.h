@@ -96,6 +96,8 @@ struct Faults {
   long delayUs = 0;         // completions visible after a random delay up to this
   bool reorder = false;     // completions of different QPs returned in random order
   long cqCap = 0;           // > 0: every CQ holds at most this many entries (overrun)
+  long maxCqe = 65536;      // the device's max_cqe: larger CQs (create, resize) are refused
+  long wcQp = 0;            // > 0: wc_after counts only the completions of the wcQp-th QP the process created
   long retryMs = 1000;      // cap on the retry-exceeded time (real: 4.096us * 2^timeout * (retry+1))
   int forkStatus = IBV_FORK_DISABLED;  // what ibv_is_fork_initialized answers before ibv_fork_init
   uint64_t seed = 1;
@@ -151,6 +153,8 @@ struct ReadJob {
 struct Qp {
   ibv_qp qp{};  // first: the handle is the object
   Context* ctx = nullptr;
+  long index = 0;        // 1 for the process's first QP
+  long completions = 0;  // requester completions counted (faults)
   Cq* sendCq = nullptr;
   Cq* recvCq = nullptr;
   ibv_qp_cap cap{};
@@ -208,6 +212,7 @@ struct Process {
   std::map<uint32_t, Mr*> mrs;  // by key (lkey == rkey)
   uint32_t nextKey = 0x100;
   std::vector<Qp*> qps;
+  long qpsCreated = 0;
   std::vector<Context*> contexts;
   std::atomic<long> completions{0};
   std::atomic<bool> portDown{false};

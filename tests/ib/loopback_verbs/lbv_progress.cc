@@ -93,7 +93,9 @@ ibv_wc_status countCompletion(Process& p, Qp* q, bool* toError, bool* fatal) {
   long n = ++p.completions;
   const Faults& f = p.faults;
   if (f.exitAfter > 0 && n >= f.exitAfter) _exit(43);  // the peer vanishes, like SIGKILL
-  if (f.wcAfter > 0 && n == f.wcAfter) {
+  const long onQp = ++q->completions;
+  const bool wcHere = f.wcQp > 0 ? q->index == f.wcQp && onQp == f.wcAfter : n == f.wcAfter;
+  if (f.wcAfter > 0 && wcHere) {
     *toError = true;
     return static_cast<ibv_wc_status>(f.wcStatus);
   }

@@ -88,6 +88,8 @@ Faults parseFaults(const char* spec) {
     else if (k == "reorder") f.reorder = n != 0;
     else if (k == "retry_ms") f.retryMs = n;
     else if (k == "cq_cap") f.cqCap = n;
+    else if (k == "max_cqe") f.maxCqe = n;
+    else if (k == "wc_qp") f.wcQp = n;
     else if (k == "fork") f.forkStatus = v == "unneeded" ? IBV_FORK_UNNEEDED : IBV_FORK_DISABLED;
     else if (k == "seed") f.seed = static_cast<uint64_t>(n);
   }

@@ -67,6 +67,8 @@ int reqNotify(ibv_cq*, int) { return 0; }
 
 }  // namespace
 
+std::atomic<int> g_liveCqs{0};
+
 extern "C" {
 
 ibv_device** ibv_get_device_list(int* num) {
@@ -137,7 +139,7 @@ int ibv_query_device(ibv_context* ch, ibv_device_attr* a) {
   a->max_qp_wr = 16384;
   a->max_sge = 4;
   a->max_cq = 4096;
-  a->max_cqe = 65536;
+  a->max_cqe = static_cast<int>(proc().faults.maxCqe);
   a->max_mr = 65536;
   a->max_pd = 1024;
   a->max_qp_rd_atom = 16;
@@ -249,7 +251,7 @@ int ibv_dereg_mr(ibv_mr* mr) {
 }
 
 ibv_cq* ibv_create_cq(ibv_context* ch, int cqe, void* cqContext, ibv_comp_channel* channel, int) {
-  if (!ch || cqe < 1 || cqe > 65536) {
+  if (!ch || cqe < 1 || cqe > proc().faults.maxCqe) {
     errno = EINVAL;
     return nullptr;
   }
@@ -260,7 +262,21 @@ ibv_cq* ibv_create_cq(ibv_context* ch, int cqe, void* cqContext, ibv_comp_channe
   c->cq.cqe = cqe;
   c->cap = static_cast<size_t>(cqe);
   if (proc().faults.cqCap > 0 && proc().faults.cqCap < cqe) c->cap = static_cast<size_t>(proc().faults.cqCap);
+  g_liveCqs.fetch_add(1);
   return &c->cq;
+}
+
+// For tests (dlsym): how many CQs the process holds.
+int loopback_verbs_live_cqs(void) { return g_liveCqs.load(); }
+
+int ibv_resize_cq(ibv_cq* cq, int cqe) {
+  Cq* c = cqOf(cq);
+  std::lock_guard<std::mutex> lock(c->mu);
+  if (cqe < 1 || cqe > proc().faults.maxCqe || static_cast<size_t>(cqe) < c->q.size()) return EINVAL;
+  c->cq.cqe = cqe;
+  c->cap = static_cast<size_t>(cqe);
+  if (proc().faults.cqCap > 0 && proc().faults.cqCap < cqe) c->cap = static_cast<size_t>(proc().faults.cqCap);
+  return 0;
 }
 
 int ibv_destroy_cq(ibv_cq* cq) {
@@ -269,6 +285,7 @@ int ibv_destroy_cq(ibv_cq* cq) {
   for (Qp* q : p.qps)
     if (q->sendCq == cqOf(cq) || q->recvCq == cqOf(cq)) return EBUSY;
   delete cqOf(cq);
+  g_liveCqs.fetch_sub(1);
   return 0;
 }
 
@@ -314,6 +331,7 @@ ibv_qp* ibv_create_qp(ibv_pd* pd, ibv_qp_init_attr* init) {
   q->self->state.store(IBV_QPS_RESET);
   q->self->magic = kQpMagic;
   std::lock_guard<std::mutex> lock(p.mu);
+  q->index = ++p.qpsCreated;
   p.qps.push_back(q);
   return &q->qp;
 }
