@@ -7,8 +7,13 @@
 //
 // The thread polls every task in turn; when a whole pass moves nothing it
 // backs off (spin, yield, then naps on its bell, which executors ring when
-// they post), exactly as a single connection's proxy did.
+// they post), exactly as a single connection's proxy did. Tasks that wait
+// on sockets (the socket transport) name them in idleWait(): the nap is
+// then a poll() on all of them and on an eventfd the bell also wakes, so
+// one thread serves every connection of a rank without polling in slices.
 #pragma once
+
+#include <poll.h>
 
 #include <atomic>
 #include <cstddef>
@@ -29,6 +34,13 @@ class ProxyTask {
   // the task: failed() gets it and progress() is not called again.
   virtual bool progress() = 0;
   virtual void failed(const std::exception& e) noexcept = 0;
+  // Called when a whole pass moved nothing, before the service naps: adds
+  // the descriptors whose readiness should end the nap to *fds and returns
+  // the longest nap this task allows in ns (-1: no limit of its own).
+  virtual int64_t idleWait(std::vector<pollfd>* fds) {
+    (void)fds;
+    return -1;
+  }
 };
 
 class ProxyService {
@@ -36,7 +48,14 @@ class ProxyService {
   // `name` appears in the thread's name (top, gdb) and in log lines.
   // `sleepSliceNs`: the longest nap once idle, so completions that arrive
   // without a ring are seen within it.
-  ProxyService(std::string name, int64_t sleepSliceNs);
+  // `spin`: whether the service spins before it yields (false where a pass
+  // is system calls rather than looks at memory). `logRank`: the rank the
+  // thread's log lines name (-1: none). `yield`: whether it yields the core
+  // before it naps (false: it naps, in poll() where tasks name descriptors,
+  // as soon as a pass moves nothing; the socket transport's receiving
+  // service where ranks outnumber cores, whose yields would only keep the
+  // cores from the ranks that would send).
+  ProxyService(std::string name, int64_t sleepSliceNs, bool spin = true, int logRank = -1, bool yield = true);
   ~ProxyService();  // stops and joins the thread; every task must be removed
   ProxyService(const ProxyService&) = delete;
   ProxyService& operator=(const ProxyService&) = delete;
@@ -50,14 +69,19 @@ class ProxyService {
   size_t taskCount() const;
 
  private:
-  void run();
+  void run(int logRank);
   bool pass();
+  // The nap once idle: on the bell alone, or in poll() on the tasks'
+  // descriptors and the wake eventfd.
+  void nap(uint32_t seen);
 
   std::string name_;
   WaitKnobs knobs_;
   Doorbell bell_;
   mutable std::mutex mu_;  // held by the thread during a pass
   std::vector<ProxyTask*> tasks_;
+  std::vector<pollfd> fds_;  // the thread's own, reused by every nap
+  int wakeFd_ = -1;          // eventfd written by ring(&bell_) while the thread naps
   std::atomic<bool> stop_{false};
   std::thread thread_;
 };

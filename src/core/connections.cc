@@ -114,6 +114,20 @@ void Connections::ensure(const plan::Plan& p, bool device) {
   if (!need.empty()) connectEdges({need.begin(), need.end()});
 }
 
+std::vector<Connections::Edge> Connections::ensureTemporary(const plan::Plan& p) {
+  std::set<Edge> need = missingEdges(p, false);
+  std::vector<Edge> made(need.begin(), need.end());
+  if (!made.empty()) connectEdges(made);
+  return made;
+}
+
+void Connections::release(const std::vector<Edge>& edges) {
+  for (const Edge& e : edges) {
+    const bool sending = e.sender == comm_->rank;
+    (sending ? sends_ : recvs_).erase({sending ? e.receiver : e.sender, e.conn, e.device});
+  }
+}
+
 bool Connections::connectedFor(const plan::Plan& p, bool device) { return missingEdges(p, device).empty(); }
 
 std::set<Connections::Edge> Connections::missingEdges(const plan::Plan& p, bool device) {

@@ -9,6 +9,7 @@
 #include <tuple>
 #include <mutex>
 #include <utility>
+#include <vector>
 
 #include "algorithms/plan.h"
 #include "transports/registry.h"
@@ -33,6 +34,21 @@ class Connections {
   // others share the host FIFOs (the device executor reaches those through
   // mapped pinned memory).
   void ensure(const plan::Plan& plan, bool device = false);
+
+  // One direction of a pair on one connection index.
+  struct Edge {
+    int sender, receiver, conn;
+    bool device = false;
+    auto operator<=>(const Edge&) const = default;
+  };
+  // ensure() for host buffers, returning the edges it had to connect; with
+  // release() a caller keeps them only for as long as it needs them (a
+  // batch of an AllToAll over many ranks). Both ends must release the same
+  // edges, after both are done with them.
+  std::vector<Edge> ensureTemporary(const plan::Plan& plan);
+  void release(const std::vector<Edge>& edges);
+  // Connection ends this rank holds (both directions), for tests and logs.
+  size_t size() const { return sends_.size() + recvs_.size(); }
   // Whether every edge `plan` uses is connected already (a device call
   // inside CUDA graph capture must not connect anything).
   bool connectedFor(const plan::Plan& plan, bool device = false);
@@ -49,11 +65,6 @@ class Connections {
   TransportChoice hostChoice(int peer) const;
 
  private:
-  struct Edge {
-    int sender, receiver, conn;
-    bool device = false;
-    auto operator<=>(const Edge&) const = default;
-  };
   using Key = std::tuple<int, int, bool>;  // (peer, conn, device)
   void connectEdges(std::vector<Edge> edges);
   std::set<Edge> missingEdges(const plan::Plan& plan, bool device);

@@ -75,9 +75,8 @@ class CallScope {
   bool launched_ = false;
 };
 
-void execute(weftComm_t comm, const plan::Plan& p, std::span<const BufferBinding> bindings,
-             const kernels::RedOp& op) {
-  comm->connections->ensure(p);
+void runConnected(weftComm_t comm, const plan::Plan& p, std::span<const BufferBinding> bindings,
+                  const kernels::RedOp& op) {
   if (p.scratchElems) {
     size_t bytes = p.scratchElems * p.elemSize;
     if (comm->scratch.size() < bytes) comm->scratch.resize(bytes);
@@ -87,6 +86,49 @@ void execute(weftComm_t comm, const plan::Plan& p, std::span<const BufferBinding
   fifos.send = [conns](int peer, int conn) { return conns->send(peer, conn); };
   fifos.recv = [conns](int peer, int conn) { return conns->recv(peer, conn); };
   runHostPlan(p, bindings, comm->scratch.data(), op, fifos, execContext(comm));
+}
+
+// An AllToAll with more peers than WEFT_ALLTOALL_MAX_PEERS runs in batches
+// of that many distances (its plan: the self copy, then a send and a
+// receive channel per distance 1..n-1, algorithms/p2p.h). A batch connects
+// what it lacks, runs, waits for every rank to be done with it (the
+// bootstrap's barrier: a socket sender's last slots may still be in its
+// staging FIFO, and closing drains them only while the receiver keeps
+// reading, giving up after 100 ms without progress) and closes what it
+// connected, so a rank never holds more than 2 x max
+// AllToAll connection ends; both ends of an edge put it in the same batch
+// (distance i from the sender is distance i to the receiver), so they
+// open and close it together. The price: each such call connects its pairs
+// again.
+void runAllToAllInBatches(weftComm_t comm, const plan::Plan& p, std::span<const BufferBinding> bindings,
+                          const kernels::RedOp& op, size_t maxPeers) {
+  const size_t distances = (p.channels.size() - 1) / 2;
+  for (size_t first = 0; first < distances; first += maxPeers) {
+    plan::Plan part = p;
+    part.channels.clear();
+    if (first == 0) part.channels.push_back(p.channels[0]);
+    for (size_t i = first; i < std::min(distances, first + maxPeers); ++i) {
+      part.channels.push_back(p.channels[1 + 2 * i]);
+      part.channels.push_back(p.channels[2 + 2 * i]);
+    }
+    std::vector<Connections::Edge> made = comm->connections->ensureTemporary(part);
+    runConnected(comm, part, bindings, op);
+    comm->bootstrap->barrier();
+    comm->connections->release(made);
+  }
+}
+
+void execute(weftComm_t comm, const plan::Plan& p, std::span<const BufferBinding> bindings,
+             const kernels::RedOp& op) {
+  if (p.coll == plan::Coll::AllToAll && p.channels.size() == 2 * size_t(p.nranks - 1) + 1) {
+    const int64_t maxPeers = comm->config.get(settings::kAllToAllMaxPeers);  // 0: no bound
+    if (maxPeers > 0 && p.nranks - 1 > maxPeers) {
+      runAllToAllInBatches(comm, p, bindings, op, static_cast<size_t>(maxPeers));
+      return;
+    }
+  }
+  comm->connections->ensure(p);
+  runConnected(comm, p, bindings, op);
 }
 
 uint64_t busBytes(const OpDesc& op, int nranks) {

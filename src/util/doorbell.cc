@@ -19,7 +19,12 @@ static long futex(std::atomic<uint32_t>* word, int op, uint32_t val, const struc
 
 void ring(Doorbell* bell) {
   bell->seq.fetch_add(1, std::memory_order_seq_cst);
-  if (bell->sleepers.load(std::memory_order_seq_cst) != 0) futex(&bell->seq, FUTEX_WAKE, INT32_MAX, nullptr);
+  if (bell->sleepers.load(std::memory_order_seq_cst) == 0) return;
+  futex(&bell->seq, FUTEX_WAKE, INT32_MAX, nullptr);
+  if (const int32_t fd = bell->wakeFdPlus1.load(std::memory_order_seq_cst); fd != 0) {
+    const uint64_t one = 1;
+    [[maybe_unused]] ssize_t w = ::write(fd - 1, &one, sizeof one);  // full only if never read: then awake anyway
+  }
 }
 
 void sleepOn(Doorbell* bell, uint32_t seen, int64_t timeoutNs) {

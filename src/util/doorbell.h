@@ -28,6 +28,11 @@ namespace weft {
 struct alignas(64) Doorbell {
   std::atomic<uint32_t> seq{0};
   std::atomic<uint32_t> sleepers{0};
+  // An eventfd plus one (0: none) that ring() also writes while somebody
+  // sleeps, so a waiter can sleep in poll() on sockets and this bell at
+  // once (the shared proxy of the socket transport). Only for a bell that
+  // stays inside one process: a descriptor means nothing in another.
+  std::atomic<int32_t> wakeFdPlus1{0};
 };
 
 // Wakes every waiter of bell.

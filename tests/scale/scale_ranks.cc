@@ -49,30 +49,47 @@ long statusField(const char* name) {
   return v;
 }
 
+template <class T>
+void raiseTo(std::atomic<T>* peak, T v) {
+  for (T m = peak->load(); v > m && !peak->compare_exchange_weak(m, v);) {}
+}
+
 struct Peak {
   std::atomic<int> fds{0};
   std::atomic<long> threads{0}, rssKb{0};
+  // The slowest rank's time in each phase, in ms.
+  std::atomic<long> initMs{0}, allReduceMs{0}, allToAllMs{0};
   void sample() {
     int f = openDescriptors();
     long t = statusField("Threads"), r = statusField("VmRSS");
-    for (int m = fds.load(); f > m && !fds.compare_exchange_weak(m, f);) {}
-    for (long m = threads.load(); t > m && !threads.compare_exchange_weak(m, t);) {}
-    for (long m = rssKb.load(); r > m && !rssKb.compare_exchange_weak(m, r);) {}
+    raiseTo(&fds, f);
+    raiseTo(&threads, t);
+    raiseTo(&rssKb, r);
   }
 };
+
+long msSince(std::chrono::steady_clock::time_point* t) {
+  const auto now = std::chrono::steady_clock::now();
+  const long ms = static_cast<long>(std::chrono::duration_cast<std::chrono::milliseconds>(now - *t).count());
+  *t = now;
+  return ms;
+}
 
 // One thread rank: init, AllReduce (sum of rank+1 over every element),
 // AllToAll (block j of rank r carries r*1000+j), checks, destroy.
 bool runRank(int rank, int nranks, size_t count, Peak* peak, std::string* why) {
   weftUniqueId id;
   weftComm_t comm = nullptr;
+  auto t = std::chrono::steady_clock::now();
   if (weftGetUniqueId(&id) != weftSuccess || weftCommInitRank(&comm, nranks, id, rank) != weftSuccess) {
     *why = std::string("init: ") + weftGetLastError(nullptr);
     return false;
   }
+  raiseTo(&peak->initMs, msSince(&t));
   peak->sample();
   std::vector<float> in(count, static_cast<float>(rank + 1)), out(count, 0.f);
   bool ok = weftAllReduce(in.data(), out.data(), count, weftFloat32, weftSum, comm, nullptr) == weftSuccess;
+  raiseTo(&peak->allReduceMs, msSince(&t));
   const float expect = static_cast<float>(nranks) * (nranks + 1) / 2;
   for (size_t i = 0; ok && i < count; ++i)
     if (out[i] != expect) {
@@ -82,6 +99,7 @@ bool runRank(int rank, int nranks, size_t count, Peak* peak, std::string* why) {
   std::vector<float> a2aIn(static_cast<size_t>(nranks)), a2aOut(static_cast<size_t>(nranks), -1.f);
   for (int j = 0; j < nranks; ++j) a2aIn[j] = static_cast<float>(rank * 1000 + j);
   if (ok) ok = weftAlltoAll(a2aIn.data(), a2aOut.data(), 1, weftFloat32, comm, nullptr) == weftSuccess;
+  raiseTo(&peak->allToAllMs, msSince(&t));
   for (int j = 0; ok && j < nranks; ++j)
     if (a2aOut[j] != static_cast<float>(j * 1000 + rank)) {
       *why = "AllToAll block " + std::to_string(j) + " = " + std::to_string(a2aOut[j]);
@@ -111,8 +129,10 @@ int runProcess(int proc, int threads, int nranks, size_t count) {
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   for (int t = 0; t < threads; ++t)
     if (!why[t].empty()) fprintf(stderr, "rank %d: %s\n", proc * threads + t, why[t].c_str());
-  printf("process %d: %d ranks, peak %d descriptors, %ld threads, VmRSS %ld MiB, %.1f s, %s\n", proc, threads,
-         peak.fds.load(), peak.threads.load(), peak.rssKb.load() / 1024, s, failed ? "FAILED" : "ok");
+  printf("process %d: %d ranks, peak %d descriptors, %ld threads, VmRSS %ld MiB, %.1f s (slowest rank: init %.1f s, "
+         "AllReduce %.1f s, AllToAll %.1f s), %s\n",
+         proc, threads, peak.fds.load(), peak.threads.load(), peak.rssKb.load() / 1024, s, peak.initMs.load() / 1e3,
+         peak.allReduceMs.load() / 1e3, peak.allToAllMs.load() / 1e3, failed ? "FAILED" : "ok");
   fflush(stdout);
   return failed ? 1 : 0;
 }

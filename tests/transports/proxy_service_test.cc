@@ -9,6 +9,9 @@
 #include <stdexcept>
 #include <thread>
 
+#include <fcntl.h>
+#include <unistd.h>
+
 namespace weft {
 namespace {
 
@@ -96,6 +99,52 @@ TEST(ProxyService, RingWakesAnIdleService) {
   ring(service.bell());
   ASSERT_TRUE(eventually([&] { return t.work == 0; }));
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(500));
+  service.remove(&t);
+}
+
+// A task that waits on a pipe: progress() drains it, idleWait() names it.
+struct PipeTask : ProxyTask {
+  int fds[2] = {-1, -1};
+  std::atomic<int> bytes{0};
+  std::atomic<int> work{0};
+  PipeTask() { EXPECT_EQ(pipe2(fds, O_NONBLOCK), 0); }
+  ~PipeTask() override {
+    close(fds[0]);
+    close(fds[1]);
+  }
+  bool progress() override {
+    char buf[64];
+    ssize_t n = read(fds[0], buf, sizeof buf);
+    if (n > 0) bytes += static_cast<int>(n);
+    int w = work.exchange(0);
+    return n > 0 || w > 0;
+  }
+  void failed(const std::exception&) noexcept override {}
+  int64_t idleWait(std::vector<pollfd>* out) override {
+    out->push_back(pollfd{fds[0], POLLIN, 0});
+    return -1;
+  }
+};
+
+// Asleep in poll() on a task's descriptor (naps of up to 10 s): data on it
+// and a ring of the bell (through the eventfd) each end the nap at once.
+TEST(ProxyService, SocketReadinessAndRingsWakeAPollingService) {
+  ProxyService service("test-proxy", 10LL * 1000 * 1000 * 1000, /*spin=*/false);
+  PipeTask t;
+  service.add(&t);
+  for (int round = 0; round < 3; ++round) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));  // idle: in poll() by now
+    auto start = std::chrono::steady_clock::now();
+    ASSERT_EQ(write(t.fds[1], "x", 1), 1);
+    ASSERT_TRUE(eventually([&] { return t.bytes == round + 1; }));
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2)) << "data did not wake it";
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    start = std::chrono::steady_clock::now();
+    t.work = 1;
+    ring(service.bell());
+    ASSERT_TRUE(eventually([&] { return t.work == 0; }));
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2)) << "a ring did not wake it";
+  }
   service.remove(&t);
 }
 

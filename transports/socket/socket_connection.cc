@@ -3,6 +3,7 @@
 #include <poll.h>
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cstring>
 #include <list>
 
@@ -37,14 +38,24 @@ StagingFifo::~StagingFifo() {
 }
 
 SocketConnection::SocketConnection(Params params, std::vector<Socket> sockets, Socket listener)
-    : p_(std::move(params)), staging_(p_.geometry), listener_(std::move(listener)), sockets_(std::move(sockets)) {
+    : p_(std::move(params)),
+      staging_(p_.geometry),
+      // A connection made outside a transport (a test harness) gets a
+      // service of its own.
+      service_(p_.service ? std::move(p_.service)
+                          : std::make_shared<ProxyService>("weft-sock-" + std::to_string(p_.rank), kProxySleepSliceNs,
+                                                           /*spin=*/false, p_.rank,
+                                                           /*yield=*/!(p_.side == Side::Recv && p_.oversubscribed))),
+      bell_(service_->bell()),
+      listener_(std::move(listener)),
+      sockets_(std::move(sockets)) {
   FifoEnd end;
   end.attach(staging_.header(), staging_.slots(), p_.geometry);
   if (p_.side == Side::Send) {
     end.producerBell = p_.localBell;  // the executor produces; freeing a slot wakes it
-    end.consumerBell = &bell_;        // posting a slot wakes the proxy
+    end.consumerBell = bell_;        // posting a slot wakes the proxy
   } else {
-    end.producerBell = &bell_;        // freeing a slot wakes the proxy
+    end.producerBell = bell_;        // freeing a slot wakes the proxy
     end.consumerBell = p_.localBell;  // posting a slot wakes the executor
   }
   proxyEnd_ = end;
@@ -65,8 +76,9 @@ SocketConnection::SocketConnection(Params params, std::vector<Socket> sockets, S
     sockets_.resize(p_.nSockets);
     recvCursors_.resize(p_.nSockets);
     recvSlots_.resize(p_.geometry.nSlots);
+    acceptDeadline_ = Deadline::after(p_.acceptTimeoutMs);
   }
-  proxy_ = std::thread([this] { run(); });
+  service_->add(this);
 }
 
 bool SocketConnection::executorActive() const {
@@ -112,35 +124,66 @@ void SocketConnection::posted() {
       if (sendPass(&moved, &failed, &inlineFds_) || failed) return;
     }
   }
-  ring(&bell_);
+  ring(bell_);
 }
 
 void SocketConnection::released() {
   // A proxy waiting for a free slot must hear of it; while the executor
   // moves the bytes itself, it reads into that slot on its next wait.
-  if (!executorActive()) ring(&bell_);
+  if (!executorActive()) ring(bell_);
 }
 
 void SocketConnection::idle() {
   inlineAtNs_.store(0, std::memory_order_relaxed);
-  ring(&bell_);
+  ring(bell_);
 }
 
 SocketConnection::~SocketConnection() {
   destroying_.store(true);
   halt_.store(true);
-  ring(&bell_);
-  proxy_.join();
+  service_->remove(this);  // from here on this thread is the proxy
+  // A collective completes once its last slot is posted, so a communicator
+  // can be destroyed while that slot is still here: send what was posted as
+  // long as the receiver keeps taking it, then say goodbye.
+  if (p_.side == Side::Send && !failed_.load() && !(p_.abortFlag && p_.abortFlag->load())) {
+    std::lock_guard<std::mutex> lock(pumpMu_);
+    drainOnDestroy();
+    closeOnDestroy();
+  }
+  leaveOnStop();
 }
 
-void SocketConnection::run() {
-  setLogRank(p_.rank);
-  try {
-    if (p_.side == Side::Send) sendLoop();
-    else recvLoop();
-  } catch (const std::exception& e) {
-    failWith(std::string("proxy thread failed: ") + e.what());
+bool SocketConnection::progress() {
+  if (done_) return false;
+  if (halted()) {
+    done_ = true;
+    leaveOnStop();
+    return false;
   }
+  return p_.side == Side::Send ? sendStep() : recvStep();
+}
+
+void SocketConnection::failed(const std::exception& e) noexcept {
+  done_ = true;
+  failWith(std::string("proxy failed: ") + e.what());
+}
+
+int64_t SocketConnection::idleWait(std::vector<pollfd>* fds) {
+  if (done_) return -1;
+  if (p_.side == Side::Recv && !ready_.load(std::memory_order_relaxed)) {
+    fds->push_back(pollfd{starved_ ? -1 : listener_.fd(), POLLIN, 0});
+    for (auto& a : pending_) fds->push_back(pollfd{a.sock.fd(), POLLIN, 0});
+    return kAcceptPollSliceMs * 1000 * 1000;  // deadlines nobody rings for
+  }
+  // The executor is moving these bytes itself: it rings when it stops or
+  // leaves something undone, and the window bounds the nap if it does not.
+  if (lockMissed_ || (p_.side == Side::Recv && executorActive())) {
+    const int64_t left = inlineAtNs_.load(std::memory_order_relaxed) + yieldWindowNs() - nowNs();
+    return std::clamp<int64_t>(left, 1000 * 1000, kProxySleepSliceNs);
+  }
+  const short events = p_.side == Side::Send ? POLLOUT : POLLIN;
+  for (int fd : proxyFds_) fds->push_back(pollfd{fd, events, 0});
+  return -1;  // otherwise the bell (a post, a freed slot) or a socket wakes it
 }
 
 bool SocketConnection::halted() const {
@@ -148,17 +191,10 @@ bool SocketConnection::halted() const {
          proxyEnd_.failed();
 }
 
-void SocketConnection::pollSockets(short events, const std::vector<int>& fds, int timeoutMs) {
-  pollfd pfds[kMaxSockets];
-  nfds_t n = 0;
-  for (int fd : fds) pfds[n++] = pollfd{fd, events, 0};
-  if (::poll(pfds, n, timeoutMs) < 0 && errno != EINTR) raiseErrno("poll");
-}
-
 void SocketConnection::failWith(const std::string& why) {
   if (failed_.exchange(true)) return;
   halt_.store(true);
-  ring(&bell_);
+  ring(bell_);
   // Wake a peer blocked on these sockets; the descriptors stay open until
   // destruction, so no other thread can be handed a recycled number.
   for (auto& s : sockets_) s.shutdownBoth();
@@ -188,56 +224,52 @@ void SocketConnection::leaveOnStop() {
 
 // Accepts while earlier connections are still in their handshake: every
 // accepted socket runs its own handshake state machine with its own bound,
-// all from this one thread, so silent or slow connects (a scanner, a flood)
-// neither hold a thread each nor delay the real sockets behind them.
-bool SocketConnection::acceptAll() {
-  const Deadline deadline = Deadline::after(p_.acceptTimeoutMs);
-  StopFlags stop{&halt_, p_.abortFlag};
-  std::list<PendingAccept> pending;
-  std::vector<pollfd> pfds;
-  uint32_t arrived = 0;
-  bool starved = false;
-  while (arrived < p_.nSockets) {
-    if (stop.raised()) {
-      if (p_.abortFlag && p_.abortFlag->load()) proxyEnd_.fail();
-      return false;
-    }
-    if (deadline.passed()) {
-      failWith("only " + std::to_string(arrived) + " of " + std::to_string(p_.nSockets) +
-               " sockets connected within " + std::to_string(p_.acceptTimeoutMs) + " ms" +
-               (pending.empty() ? "" : " (" + std::to_string(pending.size()) + " connections still in their handshake)"));
-      return false;
-    }
-    pfds.clear();
-    pfds.push_back(pollfd{starved ? -1 : listener_.fd(), POLLIN, 0});
-    for (auto& a : pending) pfds.push_back(pollfd{a.sock.fd(), POLLIN, 0});
-    int64_t sliceMs = std::min<int64_t>(kAcceptPollSliceMs, deadline.remainingNs() / 1000000 + 1);
-    if (::poll(pfds.data(), pfds.size(), static_cast<int>(sliceMs)) < 0 && errno != EINTR) raiseErrno("poll");
-    starved = false;
-    size_t k = 1;
-    for (auto it = pending.begin(); it != pending.end(); ++k) {
-      const bool ready = pfds[k].revents != 0;
-      if (!ready && !it->handshake.deadline().passed()) {
-        ++it;
-        continue;
-      }
-      const AcceptOutcome o = finishAccept(*it);
-      if (o == AcceptOutcome::Joined) ++arrived;
-      if (o == AcceptOutcome::Pending) ++it;
-      else it = pending.erase(it);
-    }
-    if (pfds[0].revents != 0) starved = !acceptPending(&pending, deadline);
+// all from the rank's proxy thread, so silent or slow connects (a scanner, a
+// flood) neither hold a thread each nor delay the real sockets behind them.
+bool SocketConnection::acceptStep() {
+  if (acceptDeadline_.passed()) {
+    failWith("only " + std::to_string(arrived_) + " of " + std::to_string(p_.nSockets) + " sockets connected within " +
+             std::to_string(p_.acceptTimeoutMs) + " ms" +
+             (pending_.empty() ? "" : " (" + std::to_string(pending_.size()) + " connections still in their handshake)"));
+    done_ = true;
+    return false;
   }
+  std::vector<pollfd> pfds;
+  pfds.push_back(pollfd{starved_ ? -1 : listener_.fd(), POLLIN, 0});
+  for (auto& a : pending_) pfds.push_back(pollfd{a.sock.fd(), POLLIN, 0});
+  if (::poll(pfds.data(), pfds.size(), 0) < 0 && errno != EINTR) raiseErrno("poll");
+  starved_ = false;
+  bool moved = false;
+  size_t k = 1;
+  for (auto it = pending_.begin(); it != pending_.end(); ++k) {
+    const bool ready = pfds[k].revents != 0;
+    if (!ready && !it->handshake.deadline().passed()) {
+      ++it;
+      continue;
+    }
+    moved = true;
+    const AcceptOutcome o = finishAccept(*it);
+    if (o == AcceptOutcome::Joined) ++arrived_;
+    if (o == AcceptOutcome::Pending) ++it;
+    else it = pending_.erase(it);
+  }
+  if (pfds[0].revents != 0) {
+    moved = true;
+    starved_ = !acceptPending(acceptDeadline_);
+  }
+  if (arrived_ < p_.nSockets) return moved;
   listener_.close();
+  pending_.clear();
   WEFT_INFO(kNet, "NET/Socket: %u sockets from %s connected (tag %lu)", p_.nSockets, p_.peerName.c_str(),
             static_cast<unsigned long>(p_.tag));
+  ready_.store(true, std::memory_order_release);
   return true;
 }
 
 // Takes every connection waiting on the listener into `pending`. False when
 // descriptors ran out: the listener then rests one slice (handshakes that
 // end give theirs back) instead of spinning.
-bool SocketConnection::acceptPending(std::list<PendingAccept>* pending, Deadline deadline) {
+bool SocketConnection::acceptPending(Deadline deadline) {
   for (;;) {
     SocketAddress from;
     int limitErr = 0;
@@ -249,7 +281,7 @@ bool SocketConnection::acceptPending(std::list<PendingAccept>* pending, Deadline
     }
     if (!s.valid()) return true;
     Deadline hello{std::min(deadline.atNs, Deadline::after(kHelloTimeoutMs).atNs)};
-    pending->push_back(PendingAccept{std::move(s), from,
+    pending_.push_back(PendingAccept{std::move(s), from,
                                      handshake::Acceptor(p_.secret, handshake::Purpose::kSocketData,
                                                          sizeof(SocketHello), hello)});
   }

@@ -1,5 +1,9 @@
-// One direction of a socket-transport edge: a local staging FIFO and one
-// proxy thread that drives all of the edge's TCP sockets, non-blocking.
+// One direction of a socket-transport edge: a local staging FIFO and a
+// proxy task that drives all of the edge's TCP sockets, non-blocking. The
+// task runs on one of its rank's two ProxyServices (transports/proxy_service.h,
+// one for sending ends, one for receiving ends): a thread serves every
+// socket connection end of a rank in its direction, whatever the peers and
+// channels, and sleeps in poll() on all of their sockets at once.
 //
 // A slot of at least 2 x kMinPartBytes is cut into contiguous parts, part i
 // travelling on socket i, so the kernel's per-socket work overlaps; a small
@@ -10,15 +14,17 @@
 // posted (receive side) strictly in order, so the executor sees an ordinary
 // FIFO.
 //
-// One thread per side instead of one per socket: on a machine where ranks
-// outnumber cores, extra proxy threads only queue for the same cores, and a
-// per-slot rendezvous between them (a mutex, a wake-up) is what made small
-// messages slow.
+// Two threads per rank instead of one per connection end (or per socket): on
+// a machine where ranks outnumber cores, extra proxy threads only queue for
+// the same cores, a per-slot rendezvous between them (a mutex, a wake-up)
+// is what made small messages slow, and an AllToAll over 512 ranks would
+// have started 1022 of them per rank.
 #pragma once
 
 #include <atomic>
 #include <functional>
 #include <list>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -26,6 +32,7 @@
 
 #include "src/bootstrap/handshake.h"
 #include "src/util/clock.h"
+#include "transports/proxy_service.h"
 #include "transports/socket/socket_wire.h"
 #include "transports/transport.h"
 
@@ -48,7 +55,7 @@ class StagingFifo {
   FifoHeader* hdr_ = nullptr;
 };
 
-class SocketConnection final : public Connection, private FifoProgress {
+class SocketConnection final : public Connection, private FifoProgress, private ProxyTask {
  public:
   enum class Side { Send, Recv };
 
@@ -69,6 +76,9 @@ class SocketConnection final : public Connection, private FifoProgress {
     Secret secret;
     uint64_t nonce;
     int64_t acceptTimeoutMs;
+    // The rank's shared proxy (SocketTransport makes one per rank; null:
+    // the connection makes one of its own).
+    std::shared_ptr<ProxyService> service;
   };
 
   // Send side: `sockets` are connected and have sent their hellos.
@@ -124,13 +134,20 @@ class SocketConnection final : public Connection, private FifoProgress {
   // sleeps instead of spinning for the same cores.
   bool executorActive() const;
 
-  void sendLoop();
+  // ProxyTask: one non-blocking pass of this end on the rank's service.
+  bool progress() override;
+  void failed(const std::exception& e) noexcept override;
+  int64_t idleWait(std::vector<pollfd>* fds) override;
+  bool sendStep();
+  bool recvStep();
   // Writes what the sockets take of slots [0, posted) and frees the slots
   // every socket is past; *fullFds gets the sockets whose buffer is full.
   bool pumpAllSockets(uint32_t posted, std::vector<int>* fullFds, bool* failed);
   // On destruction: sends the slots already posted while the peer takes them.
   void drainOnDestroy();
-  void recvLoop();
+  // Then tells the receiver, when all of it went out whole, that this is an
+  // orderly end.
+  void closeOnDestroy();
   // A connection accepted by the receiving side, in its handshake.
   struct PendingAccept {
     Socket sock;
@@ -138,8 +155,10 @@ class SocketConnection final : public Connection, private FifoProgress {
     handshake::Acceptor handshake;
   };
   enum class AcceptOutcome { Pending, Joined, Rejected };
-  bool acceptAll();
-  bool acceptPending(std::list<PendingAccept>* pending, Deadline deadline);
+  // One non-blocking step of accepting this edge's sockets; true when it
+  // moved. ready_ is set once every socket has arrived.
+  bool acceptStep();
+  bool acceptPending(Deadline deadline);
   AcceptOutcome finishAccept(PendingAccept& a);
   AcceptOutcome reject(PendingAccept& a, const std::string& why);
   // Writes as much of socket i's pending parts as the kernel takes.
@@ -151,20 +170,14 @@ class SocketConnection final : public Connection, private FifoProgress {
   // slot is free, with the start of its payload (kHeadPayload). Bytes read,
   // 0 when none, -1 with *why set.
   ssize_t readHeader(uint32_t i, std::string* why);
-  // Waits (spin, then sleep on the proxy bell in short slices) until pred()
-  // holds; false once the connection halts, aborts or failed.
-  template <class Pred>
-  bool waitUntil(Pred pred);
-  // Waits up to timeoutMs for the sockets in `fds` to become ready.
-  void pollSockets(short events, const std::vector<int>& fds, int timeoutMs);
   bool halted() const;
   void failWith(const std::string& why);
   void leaveOnStop();
-  void run();
 
   Params p_;
   StagingFifo staging_;
-  Doorbell bell_;          // the proxy's own: rung by the executor
+  std::shared_ptr<ProxyService> service_;
+  Doorbell* bell_;         // the service's: rung by the executor
   FifoEnd executorEnd_;
   FifoEnd proxyEnd_;       // the same FIFO, seen from the proxy's side
   Socket listener_;
@@ -186,7 +199,16 @@ class SocketConnection final : public Connection, private FifoProgress {
   std::vector<RecvSlot> recvSlots_;
   uint32_t completed_ = 0;  // slots freed (send) or posted (recv)
 
-  std::thread proxy_;
+  // The proxy task's own state, touched only by the service thread (and by
+  // the destructor once the task is removed).
+  bool done_ = false;            // halted, failed or ended in order: nothing more to do
+  bool lockMissed_ = false;      // the executor held pumpMu_ at the last pass
+  bool slotWait_ = false;        // a received part waits for a free slot
+  std::vector<int> proxyFds_;    // sockets the last pass found full (send) or readable (recv)
+  Deadline acceptDeadline_{0};
+  std::list<PendingAccept> pending_;
+  uint32_t arrived_ = 0;
+  bool starved_ = false;         // descriptors ran out: the listener rests one slice
 };
 
 // Pieces up to this size the executor moves itself by default
@@ -197,20 +219,5 @@ inline constexpr uint64_t kDefaultInlineMaxBytes = 32 * 1024;
 
 // How long a sleeping proxy waits before re-checking its halt flags.
 inline constexpr int64_t kProxySleepSliceNs = 10 * 1000 * 1000;
-
-// Spin, then yield the core for WEFT_YIELD_US, then sleep: as the executor
-// waits. Ranks outnumber cores here, and a yielding proxy hands its core to
-// the thread it waits for instead of paying a futex wake-up per slot.
-// Unlike the executor, a proxy always yields rather than spinning alone (it
-// is a thread beside the ranks: a core per rank leaves none for it), and it
-// re-checks its halt flags every 10 ms. While the executor moves the bytes
-// itself, the proxy has nothing to spin for and sleeps at once.
-template <class Pred>
-inline bool SocketConnection::waitUntil(Pred pred) {
-  WaitKnobs k = waitKnobs();
-  k.sleepSliceNs = kProxySleepSliceNs;
-  if (executorActive()) k.spins = 0, k.yieldNs = 0;
-  return waitFor(&bell_, k, /*timeoutNs=*/0, pred, [this] { return halted(); }) == WaitResult::Ready;
-}
 
 }  // namespace weft

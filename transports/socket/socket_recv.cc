@@ -15,12 +15,6 @@ namespace weft {
 
 using namespace socket_wire;
 
-// How long the proxy sleeps in poll() while some socket also waits for the
-// executor to free a slot (it is not woken by the executor in poll()).
-static constexpr int kMixedWaitPollMs = 1;
-// How long it sleeps in poll() otherwise, between looks at the stop flags.
-static constexpr int kIdlePollMs = 20;
-
 namespace {
 
 // What a recv that returned n <= 0 means: 0 when nothing is there (or
@@ -190,69 +184,22 @@ bool SocketConnection::recvPass(bool* failed, std::vector<int>* readFds, uint32_
   return moved;
 }
 
-void SocketConnection::recvLoop() {
-  if (!acceptAll()) return;
-  ready_.store(true, std::memory_order_release);
-  FifoHeader* hdr = proxyEnd_.hdr;
-  std::vector<int> readFds;
-  readFds.reserve(p_.nSockets);
-  // While a reply is likely soon, look again after yielding the core rather
-  // than sleeping in poll(): the peer's data then costs no wake-up. No spin
-  // phase: a socket read is a system call, not a look at shared memory.
-  // Where ranks outnumber cores, no yielding either: every rank's proxies
-  // yielding in turn keep the cores busy with failed reads while the ranks
-  // that would send are queued behind them; poll() costs nothing until the
-  // data is there, and the kernel wakes this thread on arrival.
-  WaitKnobs knobs = waitKnobs();
-  knobs.spins = 0;
-  if (p_.oversubscribed) knobs.yieldNs = 0;
-  Backoff backoff(knobs);
-  while (!halted()) {
-    bool moved = false, failed = false, slotWait = false;
-    uint32_t open = 0;
-    const uint32_t seen = bell_.seq.load(std::memory_order_acquire);
-    // Read before the pass: a slot the executor frees after the pass found
-    // none must end the wait below, not be taken as the state to wait past.
-    const uint32_t consumedBefore = hdr->consumed.load(std::memory_order_acquire);
-    {
-      // The executor holding the lock is reading these sockets: stand back
-      // as the send side does, until it rings or a short slice passes.
-      std::unique_lock<std::mutex> lock(pumpMu_, std::try_to_lock);
-      if (!lock.owns_lock()) {
-        lock = {};
-        sleepOn(&bell_, seen, kMixedWaitPollMs * 1000 * 1000);
-        continue;
-      }
-      moved = recvPass(&failed, &readFds, &open, &slotWait);
-    }
-    if (failed) return;
-    if (open == 0) return;  // every socket ended in order
-    if (executorActive()) {
-      // The executor reads the sockets while it waits: sleeping in poll()
-      // would make every arriving packet wake this thread for nothing. It
-      // rings when it stops (idle()) or frees a slot; the window bounds
-      // the sleep if it does neither.
-      const int64_t left = inlineAtNs_.load(std::memory_order_relaxed) + yieldWindowNs() - nowNs();
-      if (left > 0) sleepOn(&bell_, seen, std::min<int64_t>(left, kProxySleepSliceNs));
-      backoff.reset();
-      continue;
-    }
-    if (moved) {
-      backoff.reset();
-      continue;
-    }
-    const WaitPhase phase = backoff.idle();
-    if (!readFds.empty() && !slotWait && phase == WaitPhase::Yield) {
-      backoff.pause(phase, &bell_, seen);
-      continue;
-    }
-    if (readFds.empty()) {
-      waitUntil([&] { return hdr->consumed.load(std::memory_order_acquire) != consumedBefore; });
-      continue;
-    }
-    pollSockets(POLLIN, readFds, slotWait ? kMixedWaitPollMs : kIdlePollMs);
-  }
-  leaveOnStop();
+bool SocketConnection::recvStep() {
+  if (!ready_.load(std::memory_order_relaxed)) return acceptStep();
+  // The executor reads these sockets while it waits: reading them here too
+  // would only contend for the lock (it rings when it stops, idle()).
+  if (executorActive()) return false;
+  // The executor holding the lock is reading these sockets: stand back as
+  // the send side does, until it rings or a short slice passes.
+  std::unique_lock<std::mutex> lock(pumpMu_, std::try_to_lock);
+  lockMissed_ = !lock.owns_lock();
+  if (lockMissed_) return false;
+  bool failed = false;
+  uint32_t open = 0;
+  const bool moved = recvPass(&failed, &proxyFds_, &open, &slotWait_);
+  // Failed, or every socket ended in order.
+  if (failed || open == 0) done_ = true;
+  return moved;
 }
 
 }  // namespace weft

@@ -15,10 +15,6 @@ namespace weft {
 
 using namespace socket_wire;
 
-// How long a proxy whose socket buffer is full sleeps in poll() before it
-// looks again at the FIFO and the stop flags. poll() returns as soon as the
-// socket drains, so this bounds only how stale those checks get.
-static constexpr int kFullSocketPollMs = 1;
 // How long a connection being destroyed waits for a full socket to take more
 // of the last posted slots before it gives up on them.
 static constexpr int kDrainStallMs = 100;
@@ -124,48 +120,25 @@ bool SocketConnection::sendPass(bool* moved, bool* failed, std::vector<int>* ful
   return true;
 }
 
-void SocketConnection::sendLoop() {
-  FifoHeader* hdr = proxyEnd_.hdr;
-  std::vector<int> fullFds;
-  fullFds.reserve(p_.nSockets);
-  while (!halted()) {
-    const uint32_t posted = hdr->posted.load(std::memory_order_acquire);
-    bool failed = false, moved = false;
-    const uint32_t seen = bell_.seq.load(std::memory_order_acquire);
-    {
-      // The executor holding the lock is sending these slots itself: do not
-      // queue behind it (its unlock would then cost a futex wake-up). It
-      // rings when it leaves something unsent, which may be before this
-      // thread waits: hence the bell read above, not a wait on `posted`.
-      std::unique_lock<std::mutex> lock(pumpMu_, std::try_to_lock);
-      if (!lock.owns_lock()) {
-        lock = {};
-        sleepOn(&bell_, seen, kFullSocketPollMs * 1000 * 1000);
-        continue;
-      }
-      sendPass(&moved, &failed, &fullFds);
-    }
-    if (failed) return;
-    if (moved) continue;
-    if (!fullFds.empty()) {
-      pollSockets(POLLOUT, fullFds, kFullSocketPollMs);
-      continue;
-    }
-    waitUntil([&] { return hdr->posted.load(std::memory_order_acquire) != posted; });
-  }
-  // Stopped. A collective completes once its last slot is posted, so a
-  // communicator can be destroyed while that slot is still here: send what
-  // was posted as long as the receiver keeps taking it.
-  if (destroying_.load() && !failed_.load() && !(p_.abortFlag && p_.abortFlag->load())) drainOnDestroy();
-  // When everything posted went out whole, tell the receiver this is an
-  // orderly end; otherwise it sees the cut and reports it.
-  bool drained = !failed_.load() && completed_ == hdr->posted.load(std::memory_order_acquire);
+bool SocketConnection::sendStep() {
+  // The executor holding the lock is sending these slots itself: do not
+  // queue behind it (its unlock would then cost a futex wake-up). It rings
+  // when it leaves something unsent, which the service's bell catches.
+  std::unique_lock<std::mutex> lock(pumpMu_, std::try_to_lock);
+  lockMissed_ = !lock.owns_lock();
+  if (lockMissed_) return false;
+  bool failed = false, moved = false;
+  sendPass(&moved, &failed, &proxyFds_);
+  if (failed) done_ = true;
+  return moved;
+}
+
+void SocketConnection::closeOnDestroy() {
+  bool drained = !failed_.load() && completed_ == proxyEnd_.hdr->posted.load(std::memory_order_acquire);
   for (const SendCursor& c : sendCursors_) drained = drained && c.sent == 0;
-  if (destroying_.load() && drained) {
-    SlotHeader bye{kCloseMarker, completed_, 0};
-    for (auto& s : sockets_) trySendAll(s.fd(), &bye, sizeof(bye), Deadline::after(100), StopFlags{});
-  }
-  leaveOnStop();
+  if (!drained) return;  // the receiver sees the cut and reports it
+  SlotHeader bye{kCloseMarker, completed_, 0};
+  for (auto& s : sockets_) trySendAll(s.fd(), &bye, sizeof(bye), Deadline::after(100), StopFlags{});
 }
 
 }  // namespace weft
