@@ -223,6 +223,11 @@ void hostile(const SocketAddress& addr, hs::Purpose purpose, int nranks, long co
         } catch (const std::exception& e) {
           // A listener that refuses before the hello (it has finished, or
           // turns away a handshake) is a refusal too: waitClosed sees it.
+          // A rank listener proves a key bound to the job's set-up, which
+          // the secret alone cannot check: the connector gives up as a
+          // client would (its FIN), and the listener must then close at
+          // once rather than at its handshake bound.
+          ::shutdown(fd, SHUT_WR);
         }
       });
     }
