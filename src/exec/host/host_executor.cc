@@ -74,9 +74,12 @@ class Runner {
     // that reads the socket (tryProgress), and polls in a row keep the core
     // from the rank that would send. Polling once per yield is how a rank
     // hears soonest from a peer that shares its core (4 processes on 2 cores
-    // over TCP, 8 B: ~130 -> ~70 us).
-    WaitKnobs knobs = rankWaitKnobs(ctx_.busyPoll);
-    if (!ctx_.busyPoll && proxied_) knobs.spins = 0;
+    // over TCP, 8 B: ~130 -> ~70 us). Nor does a rank busy-poll a proxied
+    // FIFO when it has a core of its own: the proxy threads that move its
+    // bytes need that core too (2 ranks on 2 cores over TCP, 8 B: about
+    // half the runs took 110-190 us a call instead of 13-25 with it).
+    WaitKnobs knobs = rankWaitKnobs(ctx_.busyPoll && !proxied_);
+    if (proxied_) knobs.spins = 0;
     Backoff backoff(knobs);
     const int64_t timeoutNs = ctx_.timeoutMs * 1000000;
     for (;;) {
