@@ -49,6 +49,14 @@ void round(ChannelPlan& ch, const CollArgs& a, uint64_t off, uint64_t len) {
   if (r < extra) ch.steps.push_back(plan::send(r + p, Buf::Recv, off, len));
 }
 
+// For the pipeline model: steps in sequence, each moving the whole buffer
+// (rounds, not a pipeline through hops whose stages each carry a slice), so
+// it is priced as the rings are, through its own latency and bytes terms.
+double recursiveDoublingSteps(Coll, int nranks) {
+  const int n = std::max(nranks, 1), p = powerBelow(n);
+  return std::log2(double(p)) + (n > p ? 2 : 0);
+}
+
 // Rounds: log2 of the power of two, plus the fold and the return for ranks
 // past it. Each round sends and receives the whole buffer, one hop each,
 // and its bytes count twice: a round's copy into the slot, transfer and
@@ -58,23 +66,14 @@ void round(ChannelPlan& ch, const CollArgs& a, uint64_t off, uint64_t len) {
 // over loopback TCP: the ring is faster from 64 KB (165-227 us against
 // 329-465), doubling up to 32 KB; this puts the crossover at ~1.6 L W
 // (~40 KB with the defaults).
-CostTerms recursiveDoublingCost(Coll, const CostInputs& in, double B) {
-  const int n = std::max(in.nranks, 1), p = powerBelow(n);
-  const double rounds = std::log2(double(p)) + (n > p ? 2 : 0);
+CostTerms recursiveDoublingCost(Coll c, const CostInputs& in, double B) {
+  const double rounds = recursiveDoublingSteps(c, in.nranks);
   return {rounds * hopLatencyUs(in), 2 * rounds * B / linkBytesPerUs(in)};
 }
 
 // On one host, for more than two ranks. Two ranks are one hop already with
 // the one-shot plan; across hosts, pairs r ^ 2^k ignore where ranks are, and
 // the trees and hierarchical rings there are built around it.
-// For the pipeline model: steps in sequence, each moving the whole buffer
-// (rounds, not a pipeline through hops whose stages each carry a slice), so
-// it is priced as the rings are, through its own latency and bytes terms.
-double recursiveDoublingSteps(Coll, int n) {
-  const int p = powerBelow(n);
-  return std::log2(double(p)) + (n > p ? 2 : 0);
-}
-
 bool recursiveDoublingApplies(Coll, const CostInputs& in) {
   return in.nranks > 2 && std::clamp(in.nHosts, 1, in.nranks) == 1;
 }
