@@ -24,7 +24,7 @@ struct Later {
 };
 
 struct Flow {
-  uint32_t linkBegin = 0;
+  uint32_t linkBegin = 0;  // its links in flowLinks_ (orbit representatives) and flowWeights_
   uint32_t linkCount = 0;
   int node = -1;
   double bytes = 0, remaining = 0;
@@ -49,13 +49,33 @@ struct Node {
   int flow[2] = {-1, -1};
 };
 
+// The links a flow crosses as the model sees them: each link's orbit
+// representative and how many copies of the flow cross each link of the
+// orbit (without symmetry: the link itself, once).
+struct LinkUse {
+  int flow;
+  int weight;
+};
+
 class Model {
  public:
-  Model(const std::vector<plan::Plan>& plans, const Cluster& c) : plans_(plans), c_(c) {
-    const int n = int(plans.size());
-    if (int(c.hostOf.size()) != n)
-      raise(weftInvalidArgument, "sim: %zu host ids for %d ranks", c.hostOf.size(), n);
+  // plans: one per class of `sym` (symmetry.h), each for its class's
+  // representative rank (Plan::rank); the other ranks' plans are theirs
+  // moved by the group.
+  Model(const std::vector<plan::Plan>& plans, const Cluster& c, const RankSymmetry& sym)
+      : plans_(plans), c_(c), sym_(sym), n_(int(c.hostOf.size())) {
     validate(c);
+    if (sym.nranks != n_ || sym.linkRep.size() != c.linkGBs.size() || sym.linkWeight.size() != c.linkGBs.size())
+      raise(weftInvalidArgument, "sim: the symmetry's tables do not match the cluster");
+    if (size_t(n_) != plans.size() * size_t(sym.copies()))
+      raise(weftInvalidArgument, "sim: %zu plans for %d ranks in classes of %d", plans.size(), n_, sym.copies());
+    planOf_.assign(size_t(n_), -1);
+    for (size_t i = 0; i < plans.size(); i++) {
+      const int r = plans[i].rank;
+      if (r < 0 || r >= n_ || sym.rep(r) != r || planOf_[size_t(r)] >= 0)
+        raise(weftInvalidArgument, "sim: plan %zu is for rank %d, not a class's representative", i, r);
+      planOf_[size_t(r)] = int(i);
+    }
     active_.resize(c.linkGBs.size());
     remCap_.resize(c.linkGBs.size());
     unfrozen_.resize(c.linkGBs.size());
@@ -79,20 +99,22 @@ class Model {
     if (ended_ != nodes_.size())
       raise(weftInvalidArgument, "sim: %zu of %zu steps never ran (plans wait on each other)", nodes_.size() - ended_,
             nodes_.size());
-    stats_.steps = ended_;
+    stats_.simulatedSteps = ended_;
+    stats_.steps = ended_ * uint64_t(sym_.copies());
+    stats_.simulatedRanks = int(plans_.size());
     return stats_;
   }
 
  private:
   void buildNodes() {
-    for (int r = 0; r < int(plans_.size()); r++) {
-      if (plans_[size_t(r)].nranks != int(plans_.size()))
-        raise(weftInvalidArgument, "sim: rank %d's plan is for %d ranks", r, plans_[size_t(r)].nranks);
-      for (const auto& ch : plans_[size_t(r)].channels) {
+    for (const plan::Plan& plan : plans_) {
+      const int r = plan.rank;
+      if (plan.nranks != n_) raise(weftInvalidArgument, "sim: rank %d's plan is for %d ranks", r, plan.nranks);
+      for (const auto& ch : plan.channels) {
         int prev = -1;
         for (const auto& s : ch.steps) {
           for (int k = 0; k < s.nSend; k++)
-            if (s.sendPeer[k] < 0 || s.sendPeer[k] >= int(plans_.size()) || s.sendPeer[k] == r)
+            if (s.sendPeer[k] < 0 || s.sendPeer[k] >= n_ || s.sendPeer[k] == r)
               raise(weftInvalidArgument, "sim: rank %d sends to rank %d", r, s.sendPeer[k]);
           Node x;
           x.step = &s;
@@ -109,16 +131,27 @@ class Model {
   }
 
   // The k-th send on a (sender, receiver, connection) FIFO feeds the k-th
-  // receive on it: both sides sorted by (FIFO, order of appearance).
+  // receive on it: both sides sorted by (FIFO, order of appearance). Only
+  // representatives have nodes: a send to rank q is seen from q's
+  // representative (both ends moved back by the group element that carries
+  // it to q), whose receive from the moved sender it feeds.
   void pairTransfers() {
-    const uint64_t n = plans_.size();
+    const uint64_t n = uint64_t(n_);
     using Entry = std::tuple<uint64_t, int>;  // (FIFO, node * 2 + slot); node order is plan order
     std::vector<Entry> sends, recvs;
-    auto key = [&](int from, int to, int conn) { return (uint64_t(from) * n + uint64_t(to)) * 256 + uint64_t(conn); };
+    auto key = [&](uint64_t from, uint64_t to, int conn) { return (from * n + to) * 256 + uint64_t(conn); };
     for (int i = 0; i < int(nodes_.size()); i++) {
       const plan::Step& s = *nodes_[size_t(i)].step;
-      for (int k = 0; k < s.nSend; k++) sends.emplace_back(key(nodes_[size_t(i)].rank, s.sendPeer[k], s.conn), i * 2 + k);
-      for (int k = 0; k < s.nRecv; k++) recvs.emplace_back(key(s.recvPeer[k], nodes_[size_t(i)].rank, s.conn), i * 2 + k);
+      const uint64_t me = uint64_t(nodes_[size_t(i)].rank);
+      for (int k = 0; k < s.nSend; k++) {
+        const int to = s.sendPeer[k];
+        sends.emplace_back(key(uint64_t(sym_.moveBackLike(to, int(me))), uint64_t(sym_.rep(to)), s.conn), i * 2 + k);
+      }
+      for (int k = 0; k < s.nRecv; k++) {
+        if (s.recvPeer[k] < 0 || s.recvPeer[k] >= n_)
+          raise(weftInvalidArgument, "sim: rank %llu receives from rank %d", (unsigned long long)me, s.recvPeer[k]);
+        recvs.emplace_back(key(uint64_t(s.recvPeer[k]), me, s.conn), i * 2 + k);
+      }
     }
     std::sort(sends.begin(), sends.end());
     std::sort(recvs.begin(), recvs.end());
@@ -146,7 +179,7 @@ class Model {
     for (uint32_t j = 0; j < f.linkCount; j++) {
       const int l = flowLinks_[f.linkBegin + j];
       auto& on = active_[size_t(l)];
-      auto it = std::find(on.begin(), on.end(), e.id);
+      auto it = std::find_if(on.begin(), on.end(), [&](const LinkUse& u) { return u.flow == e.id; });
       *it = on.back();
       on.pop_back();
       touch(l);
@@ -155,7 +188,7 @@ class Model {
   }
 
   double pieceBytes(const Node& x) const {
-    const plan::Plan& p = plans_[size_t(x.rank)];
+    const plan::Plan& p = plans_[size_t(planOf_[size_t(x.rank)])];
     const double bytes = double(x.step->count) * p.elemSize;
     return p.sliceBytes ? std::min(bytes, double(p.sliceBytes)) : bytes;
   }
@@ -167,19 +200,23 @@ class Model {
     for (int k = 0; k < s.nSend; k++) {
       Flow f;
       f.node = i;
-      f.bytes = f.remaining = double(s.count) * plans_[size_t(x.rank)].elemSize;
+      f.bytes = f.remaining = double(s.count) * plans_[size_t(planOf_[size_t(x.rank)])].elemSize;
       f.last = t;
       f.linkBegin = uint32_t(flowLinks_.size());
       c_.route(x.rank, s.sendPeer[k], &flowLinks_);
       f.linkCount = uint32_t(flowLinks_.size() - f.linkBegin);
       const int id = int(flows_.size());
       for (uint32_t j = 0; j < f.linkCount; j++) {
-        const int l = flowLinks_[f.linkBegin + j];
+        int& l = flowLinks_[f.linkBegin + j];
         f.latUs += c_.linkLatUs[size_t(l)];
-        active_[size_t(l)].push_back(id);
+        const int weight = sym_.linkWeight[size_t(l)];
+        l = sym_.linkRep[size_t(l)];
+        flowWeights_.push_back(weight);
+        active_[size_t(l)].push_back({id, weight});
         touch(l);
       }
-      if (c_.hostOf[size_t(x.rank)] != c_.hostOf[size_t(s.sendPeer[k])]) stats_.netBytes += uint64_t(f.bytes);
+      if (c_.hostOf[size_t(x.rank)] != c_.hostOf[size_t(s.sendPeer[k])])
+        stats_.netBytes += uint64_t(f.bytes) * uint64_t(sym_.copies());
       x.flow[k] = id;
       flows_.push_back(f);
       fresh_.push_back(id);
@@ -235,10 +272,13 @@ class Model {
 
   const std::vector<plan::Plan>& plans_;
   const Cluster& c_;
+  const RankSymmetry& sym_;
+  const int n_;
+  std::vector<int> planOf_;  // per rank: its plan's index in plans_ (representatives), else -1
   std::vector<Node> nodes_;
   std::vector<Flow> flows_;
-  std::vector<int> flowLinks_;
-  std::vector<std::vector<int>> active_;  // per link: the flows crossing it now
+  std::vector<int> flowLinks_, flowWeights_;
+  std::vector<std::vector<LinkUse>> active_;  // per link: the flows crossing it now
   std::priority_queue<Event, std::vector<Event>, Later> events_;
   uint64_t seq_ = 0;
   size_t ended_ = 0;
@@ -249,7 +289,7 @@ class Model {
   std::vector<uint32_t> linkStamp_, flowStamp_;
   uint32_t stamp_ = 0;
   std::vector<double> remCap_, newRate_;
-  std::vector<int> unfrozen_;
+  std::vector<double> unfrozen_;  // flows (with their copies) not yet at their share
 };
 
 // The links and flows connected to the touched links through shared flows:
@@ -266,7 +306,8 @@ void Model::collectComponent() {
   }
   touched_.clear();
   for (size_t q = 0; q < compLinks_.size(); q++) {
-    for (int f : active_[size_t(compLinks_[q])]) {
+    for (const LinkUse& u : active_[size_t(compLinks_[q])]) {
+      const int f = u.flow;
       if (flowStamp_[size_t(f)] == stamp_) continue;
       flowStamp_[size_t(f)] = stamp_;
       compFlows_.push_back(f);
@@ -284,29 +325,36 @@ void Model::collectComponent() {
 
 // Max-min fair rates by progressive filling: the link offering the smallest
 // equal share fixes its flows' rates at that share, which leaves the other
-// links they cross with less capacity and fewer flows; repeat.
+// links they cross with less capacity and fewer flows; repeat. A flow
+// counts on a link as often as its copies cross the link (its weight there):
+// 1 in the full model.
 void Model::fillRates() {
   using Key = std::pair<double, int>;  // (share, link): ties by link index
   std::priority_queue<Key, std::vector<Key>, std::greater<Key>> heap;
   for (int l : compLinks_) {
     remCap_[size_t(l)] = c_.linkGBs[size_t(l)] * 1e3;
-    unfrozen_[size_t(l)] = int(active_[size_t(l)].size());
-    if (unfrozen_[size_t(l)]) heap.push({remCap_[size_t(l)] / unfrozen_[size_t(l)], l});
+    double load = 0;
+    for (const LinkUse& u : active_[size_t(l)]) load += u.weight;
+    unfrozen_[size_t(l)] = load;
+    if (load > 0) heap.push({remCap_[size_t(l)] / load, l});
   }
   const uint32_t frozen = stamp_ + 1;
   while (!heap.empty()) {
     const auto [share, l] = heap.top();
     heap.pop();
-    if (unfrozen_[size_t(l)] == 0 || share != remCap_[size_t(l)] / unfrozen_[size_t(l)]) continue;  // stale
-    for (int f : active_[size_t(l)]) {
+    if (unfrozen_[size_t(l)] <= 0 || share != remCap_[size_t(l)] / unfrozen_[size_t(l)]) continue;  // stale
+    for (const LinkUse& u : active_[size_t(l)]) {
+      const int f = u.flow;
       if (flowStamp_[size_t(f)] == frozen) continue;
       flowStamp_[size_t(f)] = frozen;
       newRate_[size_t(f)] = std::max(share, c_.linkGBs[size_t(l)] * 1e-6);
       const Flow& fl = flows_[size_t(f)];
       for (uint32_t j = 0; j < fl.linkCount; j++) {
         const int m = flowLinks_[fl.linkBegin + j];
-        remCap_[size_t(m)] = std::max(remCap_[size_t(m)] - share, 0.0);
-        if (--unfrozen_[size_t(m)] > 0 && m != l) heap.push({remCap_[size_t(m)] / unfrozen_[size_t(m)], m});
+        const double w = flowWeights_[fl.linkBegin + j];
+        remCap_[size_t(m)] = std::max(remCap_[size_t(m)] - (w == 1 ? share : w * share), 0.0);
+        unfrozen_[size_t(m)] -= w;
+        if (unfrozen_[size_t(m)] > 0 && m != l) heap.push({remCap_[size_t(m)] / unfrozen_[size_t(m)], m});
       }
     }
   }
@@ -339,7 +387,17 @@ void Model::reshare(double t) {
 }  // namespace
 
 RunStats simulate(const std::vector<plan::Plan>& plans, const Cluster& c) {
-  Model m(plans, c);
+  if (c.hostOf.size() != plans.size())
+    raise(weftInvalidArgument, "sim: %zu host ids for %zu ranks", c.hostOf.size(), plans.size());
+  for (size_t r = 0; r < plans.size(); r++)
+    if (plans[r].rank != int(r)) raise(weftInvalidArgument, "sim: plan %zu is rank %d's", r, plans[r].rank);
+  const RankSymmetry full = noSymmetry(c);
+  Model m(plans, c, full);
+  return m.run();
+}
+
+RunStats simulateSymmetric(const std::vector<plan::Plan>& representatives, const Cluster& c, const RankSymmetry& sym) {
+  Model m(representatives, c, sym);
   return m.run();
 }
 

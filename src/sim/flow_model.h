@@ -26,14 +26,17 @@
 
 #include "algorithms/plan.h"
 #include "src/sim/cluster.h"
+#include "src/sim/symmetry.h"
 
 namespace weft::sim {
 
 struct RunStats {
   double us = 0;          // when the last rank finished
-  uint64_t steps = 0;
+  uint64_t steps = 0;     // of every rank
   uint64_t netBytes = 0;  // bytes that crossed a NIC
   uint64_t rateUpdates = 0;  // fair-share recomputations (cost of the run)
+  uint64_t simulatedSteps = 0;  // steps the model ran (one rank per symmetry class: symmetry.h)
+  int simulatedRanks = 0;       // ranks whose plans the model ran
 };
 
 // Bytes of model state per plan step (for the caller's memory estimate).
@@ -43,5 +46,13 @@ inline constexpr size_t kBytesPerStep = 160;
 // plans do not describe one call on this cluster (rank counts, unpaired
 // transfers, a bad cluster).
 RunStats simulate(const std::vector<plan::Plan>& plans, const Cluster& c);
+
+// The same call run one rank per class of `sym` (symmetry.h): one plan
+// per class, for its representative (Plan::rank), and the caller has
+// checked that every other rank's plan is its representative's moved
+// (movedPlanMatches). The result is the full model's, up to the rounding of
+// the fair shares (the copies' loads are added as one product, not one by
+// one).
+RunStats simulateSymmetric(const std::vector<plan::Plan>& representatives, const Cluster& c, const RankSymmetry& sym);
 
 }  // namespace weft::sim

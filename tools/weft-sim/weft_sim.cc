@@ -8,6 +8,7 @@
 //            [--coll allreduce] [-b 8] [-e 1G] [-f 4] [--intra-gbs 100] [--intra-lat-us 1]
 //            [--nic-gbs 12.5] [--net-lat-us 5] [--nics-per-host 1] [--step-us 0]
 //            [--calibration weft-tune.conf] [--algos ring,tree,hier] [--write-tune FILE]
+//            [--symmetry on|off]
 //
 // Exit status: 0 done, 2 bad usage or input.
 #include <algorithm>
@@ -23,7 +24,7 @@
 #include "algorithms/registry.h"
 #include "algorithms/selector.h"
 #include "src/core/tune_file.h"
-#include "src/sim/flow_model.h"
+#include "src/sim/sim_call.h"
 #include "src/sim/topo_cluster.h"
 #include "src/util/error.h"
 
@@ -41,6 +42,7 @@ struct Options {
   uint64_t minBytes = 8, maxBytes = uint64_t(1) << 30, factor = 4;
   sim::SimpleCluster simple;  // the command line's cluster, and what the cost model sees
   bool stepGiven = false;
+  bool symmetry = true;  // --symmetry off: every rank's every step, always
   sim::Cluster cluster;
   std::string algos;  // empty: every algorithm that implements the collective
 };
@@ -51,7 +53,7 @@ int usage(const char* why) {
                "usage: weft-sim --topo FILE | --hosts H --ranks-per-host L | --layout L0,L1,...\n"
                "       [--coll C] [-b MIN] [-e MAX] [-f F] [--intra-gbs G] [--intra-lat-us U] [--nic-gbs G]\n"
                "       [--net-lat-us U] [--nics-per-host K] [--step-us U] [--calibration TUNEFILE]\n"
-               "       [--algos a,b] [--write-tune FILE]\n",
+               "       [--algos a,b] [--write-tune FILE] [--symmetry on|off]\n",
                why);
   return 2;
 }
@@ -73,9 +75,11 @@ std::vector<int> parseList(const std::string& v) {
   return out;
 }
 
-// Every rank's plan of one call of `a` with `count` elements; refused before
-// it is built when the model would need more than kMaxSteps steps.
-std::vector<plan::Plan> plansFor(const Options& o, algo::AlgoId a, uint64_t count, const algo::CallShape& shape) {
+// One call of `a` with `count` elements: every rank's plan from the
+// registry's builder, run one rank per symmetry class where the cluster and
+// the plans allow it (src/sim/symmetry.h), refused before its plans are all
+// built when the model would need more than kMaxSteps steps.
+sim::RunStats simulateCall(const Options& o, algo::AlgoId a, uint64_t count, const algo::CallShape& shape) {
   algo::CollArgs args;
   args.coll = o.coll;
   args.nranks = int(o.cluster.hostOf.size());
@@ -83,33 +87,37 @@ std::vector<plan::Plan> plansFor(const Options& o, algo::AlgoId a, uint64_t coun
   args.nChannels = shape.nChannels;
   args.geometry.slotBytes = shape.sliceBytes;
   args.hostOf = o.cluster.hostOf;
-  args.rank = 0;
-  const size_t perRank = algo::algoInfo(a).build(args).stepCount();
-  if (perRank * size_t(args.nranks) > kMaxSteps)
-    raise(weftInvalidArgument, "%s of %llu elements on %d ranks needs about %zu steps (~%zu MB of model state, more "
-          "than the %zu MB allowed); use fewer ranks or a smaller -e", algo::algoName(a), (unsigned long long)count,
-          args.nranks, perRank * size_t(args.nranks), perRank * size_t(args.nranks) * sim::kBytesPerStep >> 20,
-          kMaxSteps * sim::kBytesPerStep >> 20);
+  sim::CallOptions opts;
+  opts.useSymmetry = o.symmetry;
+  opts.maxSteps = kMaxSteps;
   // Large calls are announced before they run (about 2 us of CPU per step
   // on the 2-core development machine, loaded).
-  const size_t estimate = perRank * size_t(args.nranks);
-  if (estimate > (size_t(2) << 20))
-    std::fprintf(stderr, "weft-sim: %s of %llu elements on %d ranks: about %zu steps, ~%zu s and ~%zu MB\n",
-                 algo::algoName(a), (unsigned long long)count, args.nranks, estimate, estimate * 2 / 1000000,
-                 estimate * sim::kBytesPerStep >> 20);
-  std::vector<plan::Plan> plans;
-  size_t steps = 0;
-  for (int r = 0; r < args.nranks; r++) {
-    args.rank = r;
-    plans.push_back(algo::algoInfo(a).build(args));
-    steps += plans.back().stepCount();
-    if (steps > kMaxSteps)
-      raise(weftInvalidArgument, "%s of %llu elements on %d ranks needs more than %zu steps (~%zu MB); use fewer "
-            "ranks or a smaller -e", algo::algoName(a), (unsigned long long)count, args.nranks, kMaxSteps,
-            kMaxSteps * sim::kBytesPerStep >> 20);
-  }
-  return plans;
+  opts.largeSteps = uint64_t(2) << 20;
+  opts.onLarge = [&](uint64_t steps, int ranks) {
+    std::fprintf(stderr, "weft-sim: %s of %llu elements on %d ranks: the model runs %d ranks' plans, %llu steps, ~%llu s "
+                 "and ~%llu MB\n", algo::algoName(a), (unsigned long long)count, args.nranks, ranks,
+                 (unsigned long long)steps, (unsigned long long)(steps * 2 / 1000000),
+                 (unsigned long long)(steps * sim::kBytesPerStep >> 20));
+  };
+  return sim::simulateCall([&](int rank) {
+    algo::CollArgs mine = args;
+    mine.rank = rank;
+    return algo::algoInfo(a).build(mine);
+  }, o.cluster, opts);
 }
+
+// What the model ran for one algorithm over the sweep.
+struct ModelCost {
+  int calls = 0, reduced = 0, fewestRanks = 1 << 30;
+  uint64_t steps = 0, simulatedSteps = 0;
+  void add(const sim::RunStats& st) {
+    calls++;
+    if (st.simulatedSteps < st.steps) reduced++;
+    fewestRanks = std::min(fewestRanks, st.simulatedRanks);
+    steps += st.steps;
+    simulatedSteps += st.simulatedSteps;
+  }
+};
 
 algo::CostInputs costInputs(const Options& o, uint64_t bytes) {
   algo::CostInputs in;
@@ -151,6 +159,7 @@ void sweep(const Options& o) {
   std::printf("#%12s %12s %6s %12s %8s %8s %5s %10s  %s\n", "size(B)", "count", "type", "time(us)", "algbw", "busbw",
               "ch", "slice", "algorithm");
   std::map<int, algo::MeasuredCurve> curves;
+  std::map<int, ModelCost> cost;
   for (uint64_t bytes = o.minBytes; bytes <= o.maxBytes; bytes *= o.factor) {
     const algo::CostInputs in = costInputs(o, bytes);
     const algo::CallChoice pick = algo::selectCall(o.coll, in, filter, g);
@@ -165,7 +174,7 @@ void sweep(const Options& o) {
       const algo::CallShape shape = algo::shapeCall(o.coll, a, in, g);
       sim::RunStats st;
       try {
-        st = sim::simulate(plansFor(o, a, count, shape), o.cluster);
+        st = simulateCall(o, a, count, shape);
       } catch (const Error& e) {  // too large to simulate: say so, and go on with the others
         std::printf("# %llu B %s: not simulated: %s\n", (unsigned long long)bytes, algo::algoName(a), e.what());
         if (!o.writeTune.empty()) throw;
@@ -176,12 +185,17 @@ void sweep(const Options& o) {
                   (unsigned long long)count, "float", st.us, algbw, algbw * info.busFactor(n), shape.nChannels,
                   (unsigned long long)shape.sliceBytes, algo::algoName(a), a == pick.algo ? " (selector)" : "");
       std::fflush(stdout);
+      cost[i].add(st);
       if (o.coll == plan::Coll::AllReduce && st.us > 0 && !curves[i].add(double(bytes), st.us))
         raise(weftInvalidArgument, "--write-tune: a tune file holds at most %d sizes per algorithm",
               algo::kMaxMeasuredPoints);
     }
     if (o.factor < 2) break;
   }
+  for (const auto& [a, m] : cost)
+    std::printf("# model: %s: %d of %d calls one rank per symmetry class (%d of %d ranks), %.3g of %.3g steps run\n",
+                algo::algoName(algo::AlgoId(a)), m.reduced, m.calls, m.fewestRanks, n, double(m.simulatedSteps),
+                double(m.steps));
   if (!o.writeTune.empty()) {
     if (o.coll != plan::Coll::AllReduce) raise(weftInvalidArgument, "--write-tune: tune files hold AllReduce curves");
     writeTune(o, curves);
@@ -226,6 +240,7 @@ int parseArgs(int argc, char** argv, Options& o) {
     else if (k == "--calibration") o.calibration = v;
     else if (k == "--algos") o.algos = v;
     else if (k == "--write-tune") o.writeTune = v;
+    else if (k == "--symmetry" && (v == "on" || v == "off")) o.symmetry = v == "on";
     else return usage(("unknown option " + k).c_str());
   }
   if (!o.topoFile.empty()) return 0;
