@@ -7,6 +7,9 @@
 // mailbox that recv() waits on. All-gather and barrier run over a binary tree
 // of ranks (up to the root, then back down), so a rank talks to at most three
 // others for them, whatever the rank count.
+#include <sys/socket.h>
+
+#include <cerrno>
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
@@ -53,7 +56,8 @@ class SocketBootstrap final : public Bootstrap, private Inbox::Sink {
       : rank_(rank), nranks_(nranks), secret_(secret), timeoutMs_(timeoutMs), table_(std::move(table)),
         peerKey_(derivePeerKey(secret, jobNonce, table_)), mailbox_(nranks), maxConns_(maxOutgoingConnections()) {
     for (int i = 0; i < nranks; ++i) out_.push_back(std::make_unique<Outgoing>());
-    inbox_ = std::make_unique<Inbox>(rank, nranks, peerKey_, std::move(listener), static_cast<Inbox::Sink*>(this));
+    inbox_ = std::make_unique<Inbox>(rank, nranks, peerKey_, std::move(listener), static_cast<Inbox::Sink*>(this),
+                                     maxIncomingConnections());
   }
 
   ~SocketBootstrap() override {
@@ -96,6 +100,8 @@ class SocketBootstrap final : public Bootstrap, private Inbox::Sink {
     std::vector<char> flags(nranks_);
     treeAllGather(flags.data(), 1, kBarrierTag);
   }
+
+  size_t peakIncomingConnections() const override { return inbox_->peakConnections(); }
 
   void abort() override {
     aborted_.store(true);
@@ -152,9 +158,11 @@ class SocketBootstrap final : public Bootstrap, private Inbox::Sink {
       Outgoing& o = *out_[p];
       std::lock_guard<std::mutex> lock(o.mu);
       if (!o.sock.valid()) continue;
-      FrameHeader bye{kGoodbyeTag, 0, {}};
-      o.mac.sign(&bye, kFrameSignedBytes, nullptr, 0, bye.mac);
-      trySendAll(o.sock.fd(), &bye, sizeof(bye), Deadline::after(1000), StopFlags{});
+      if (!o.retiring) {  // after a close frame the receiver reads nothing more
+        FrameHeader bye{kGoodbyeTag, 0, {}};
+        o.mac.sign(&bye, kFrameSignedBytes, nullptr, 0, bye.mac);
+        trySendAll(o.sock.fd(), &bye, sizeof(bye), Deadline::after(1000), StopFlags{});
+      }
       closeOutgoing(o);
     }
     WEFT_INFO(kBootstrap, "bootstrap rank %d: shut down", rank_);
@@ -165,9 +173,20 @@ class SocketBootstrap final : public Bootstrap, private Inbox::Sink {
     std::mutex mu;
     Socket sock;
     handshake::StreamMac mac;
-    std::atomic<bool> open{false};       // sock is valid (read without mu when choosing whom to retire)
+    std::atomic<bool> open{false};       // frames may go on sock (read without mu when choosing whom to retire)
     std::atomic<uint64_t> lastUse{0};
+    // The receiver asked for a retirement and got its close frame; sock
+    // stays until the receiver closes its end (the inbox thread or the next
+    // send sees that), so the next connection's frames cannot overtake.
+    bool retiring = false;
+    std::atomic<int> watchFd{-1};        // sock's descriptor while valid, for the inbox thread
   };
+
+  static size_t maxIncomingConnections() {
+    const int64_t n = settings::get(settings::kBootstrapMaxIncoming);
+    if (n < 4) raise(weftInvalidArgument, "WEFT_BOOTSTRAP_MAX_INCOMING=%ld: must be at least 4", static_cast<long>(n));
+    return static_cast<size_t>(n);
+  }
 
   static int maxOutgoingConnections() {
     const int64_t n = settings::get(settings::kBootstrapMaxConns);
@@ -357,6 +376,7 @@ class SocketBootstrap final : public Bootstrap, private Inbox::Sink {
       raise(weftTimeout, "bootstrap send to rank %d: another send to it did not end in time", peer);
     StopFlags stop{&aborted_, nullptr};
     std::string what = "rank " + std::to_string(peer) + " at " + table_[peer].str();
+    if (o.retiring) awaitReceiverClose(peer, o, deadline);
     if (!o.sock.valid()) openOutgoing(peer, o, deadline, stop, what);
     o.lastUse.store(++useClock_);
     FrameHeader fh{tag, bytes, {}};
@@ -383,16 +403,66 @@ class SocketBootstrap final : public Bootstrap, private Inbox::Sink {
     o.sock = std::move(s);
     o.mac = session.toAcceptor;
     o.open.store(true);
+    o.watchFd.store(o.sock.fd());
     openCount_.fetch_add(1);
+    inbox_->wake();  // to watch it for retire requests
     WEFT_TRACE(kBootstrap, "bootstrap rank %d: connected to %s", rank_, what.c_str());
   }
 
   // Under o.mu.
   void closeOutgoing(Outgoing& o) {
     if (!o.sock.valid()) return;
+    o.watchFd.store(-1);
     o.sock.close();
-    o.open.store(false);
-    openCount_.fetch_sub(1);
+    o.retiring = false;
+    if (o.open.exchange(false)) openCount_.fetch_sub(1);
+  }
+
+  // Reads what the receiver sends back after our close frame (retire
+  // requests, then the end of the stream) and closes. Under o.mu.
+  void awaitReceiverClose(int peer, Outgoing& o, Deadline deadline) {
+    char byte;
+    IoStatus st;
+    while ((st = tryRecvAll(o.sock.fd(), &byte, 1, deadline, StopFlags{&aborted_, nullptr})) == IoStatus::Ok) {}
+    if (st != IoStatus::Eof)
+      WEFT_INFO(kBootstrap, "bootstrap rank %d: retiring the connection to rank %d: %s", rank_, peer,
+                ioStatusName(st));
+    closeOutgoing(o);
+  }
+
+  // Inbox::Sink, on the inbox thread: this rank's outgoing connections,
+  // watched for the receivers' retire requests.
+  void watchOutgoing(std::vector<std::pair<int, int>>* fds) override {
+    for (int p = 0; p < nranks_; ++p)
+      if (const int fd = out_[p]->watchFd.load(); fd >= 0) fds->emplace_back(fd, p);
+  }
+
+  // A retire request gets a close frame at once; the receiver's close after
+  // it ends the connection. Never waits for another thread's send.
+  bool onOutgoingReadable(int peer, int fd) override {
+    Outgoing& o = *out_[peer];
+    std::unique_lock<std::mutex> lock(o.mu, std::try_to_lock);
+    if (!lock.owns_lock()) return false;
+    if (o.sock.fd() != fd) return true;  // closed (the number perhaps reused) since it was listed
+    char buf[64];
+    const ssize_t n = ::recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return true;
+    if (n <= 0) {  // the receiver closed: after our close frame, or it is gone (its next send will tell)
+      closeOutgoing(o);
+      return true;
+    }
+    if (o.retiring || !o.open.load()) return true;
+    FrameHeader fh{kCloseTag, 0, {}};
+    o.mac.sign(&fh, kFrameSignedBytes, nullptr, 0, fh.mac);
+    // 32 bytes on a connection the receiver reads: the bound is for a stuck one.
+    if (trySendAll(fd, &fh, sizeof(fh), Deadline::after(1000), StopFlags{&aborted_, nullptr}) != IoStatus::Ok) {
+      closeOutgoing(o);
+      return true;
+    }
+    o.retiring = true;
+    if (o.open.exchange(false)) openCount_.fetch_sub(1);
+    WEFT_TRACE(kBootstrap, "bootstrap rank %d: rank %d asked: retiring the connection to it", rank_, peer);
+    return true;
   }
 
   // At the limit, retires the least recently used connection that no other
@@ -427,12 +497,13 @@ class SocketBootstrap final : public Bootstrap, private Inbox::Sink {
     v.mac.sign(&fh, kFrameSignedBytes, nullptr, 0, fh.mac);
     const StopFlags stop{&aborted_, nullptr};
     IoStatus st = trySendAll(v.sock.fd(), &fh, sizeof(fh), deadline, stop);
-    char byte;
-    if (st == IoStatus::Ok) st = tryRecvAll(v.sock.fd(), &byte, 1, deadline, stop);
-    if (st != IoStatus::Eof)
+    if (st != IoStatus::Ok) {
       WEFT_INFO(kBootstrap, "bootstrap rank %d: retiring the connection to rank %d: %s", rank_, peer,
                 ioStatusName(st));
-    closeOutgoing(v);
+      closeOutgoing(v);
+    } else {
+      awaitReceiverClose(peer, v, deadline);  // a retire request it sent meanwhile is read, not left to reset
+    }
     WEFT_TRACE(kBootstrap, "bootstrap rank %d: retired the connection to rank %d", rank_, peer);
   }
 
@@ -463,36 +534,6 @@ class SocketBootstrap final : public Bootstrap, private Inbox::Sink {
   std::thread answerThread_;
   std::unique_ptr<Inbox> inbox_;  // last: its thread calls into the members above
 };
-
-// The root's answer: the address table when every rank joined, else why not.
-std::vector<SocketAddress> readRootReply(int fd, handshake::StreamMac& mac, int rank, int nranks, Deadline deadline,
-                                         int64_t timeoutMs, const std::string& rootName, int32_t* jobNonce) {
-  RootReply r;
-  int err = 0;
-  IoStatus st = tryRecvAll(fd, &r, sizeof(r), deadline, StopFlags{}, &err);
-  if (st == IoStatus::Timeout)
-    raise(weftTimeout, "bootstrap rank %d: not every rank joined %s within %ld ms", rank, rootName.c_str(),
-          static_cast<long>(timeoutMs));
-  if (st == IoStatus::Eof)
-    raise(weftRemoteError, "bootstrap rank %d: %s closed the connection (it rejected the hello)", rank,
-          rootName.c_str());
-  if (st != IoStatus::Ok) raise(weftSystemError, "bootstrap rank %d: %s: %s", rank, rootName.c_str(), strerror(err));
-  if (r.magic != kRootReplyMagic) raise(weftRemoteError, "bootstrap rank %d: %s sent garbage", rank, rootName.c_str());
-  std::vector<SocketAddress> table(rootReplyTableEntries(r, nranks));
-  uint8_t tag[handshake::kMacBytes];
-  // The root has answered: the rest of its reply gets time of its own, even
-  // when it answered (a timeout, say) just before this rank's deadline.
-  const Deadline rest = Deadline::after(std::max<int64_t>(1000, deadline.remainingNs() / 1000000));
-  st = tryRecvAll(fd, table.data(), table.size() * sizeof(SocketAddress), rest, StopFlags{}, &err);
-  if (st == IoStatus::Ok) st = tryRecvAll(fd, tag, sizeof(tag), rest, StopFlags{}, &err);
-  if (st != IoStatus::Ok)
-    raise(weftRemoteError, "bootstrap rank %d: %s: reply cut short (%s)", rank, rootName.c_str(), ioStatusName(st));
-  if (!mac.verify(&r, sizeof(r), table.data(), table.size() * sizeof(SocketAddress), tag))
-    raise(weftRemoteError, "bootstrap rank %d: %s: reply failed its integrity check", rank, rootName.c_str());
-  checkRootReply(r, rank, nranks, rootName);
-  *jobNonce = r.jobNonce;
-  return table;
-}
 
 }  // namespace
 

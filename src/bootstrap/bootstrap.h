@@ -70,6 +70,10 @@ class Bootstrap {
   virtual void allGather(void* data, size_t bytesPerRank) = 0;
   virtual void barrier() = 0;
 
+  // Connections into this rank at once, at most so far (for tests and
+  // measurements; 0 where not counted).
+  virtual size_t peakIncomingConnections() const { return 0; }
+
   // Unblocks every wait of this bootstrap (they throw weftRemoteError).
   virtual void abort() = 0;
 

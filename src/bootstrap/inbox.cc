@@ -1,12 +1,15 @@
 #include "src/bootstrap/inbox.h"
 
 #include <poll.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
 
+#include "src/util/clock.h"
 #include "src/util/error.h"
 #include "src/util/log.h"
 
@@ -23,6 +26,9 @@ static constexpr size_t kReadBudgetBytes = 4u << 20;
 // A frame's buffer grows in steps of this size as its bytes arrive, so a
 // header that claims much and sends little costs little.
 static constexpr size_t kPayloadChunk = 1u << 20;
+// An outgoing connection found busy (a send on it under way) is looked at
+// again after this long, rather than polled hot.
+static constexpr int64_t kBusyOutgoingRetryNs = 5'000'000;
 
 struct Inbox::Pending {
   Socket sock;
@@ -40,12 +46,21 @@ struct Inbox::Link {
   bool inPayload = false;
   std::vector<char> payload;
   size_t payloadGot = 0;
+  uint64_t lastActive = 0;  // Inbox::activity_ at its last bytes
+  bool asked = false;       // sent a retire request
 };
 
-Inbox::Inbox(int rank, int nranks, const Secret& secret, Socket listener, Sink* sink)
+Inbox::Inbox(int rank, int nranks, const Secret& secret, Socket listener, Sink* sink, size_t maxIncoming)
     : rank_(rank), nranks_(nranks), secret_(secret), listener_(std::move(listener)), sink_(sink),
+      maxIncoming_(maxIncoming), wake_(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)), deferredUntilNs_(nranks, 0),
       linkedFrom_(nranks, 0) {
+  if (!wake_.valid()) raiseErrno("eventfd");
   thread_ = std::thread([this] { run(); });
+}
+
+void Inbox::wake() {
+  const uint64_t one = 1;
+  if (::write(wake_.fd(), &one, sizeof(one)) < 0) {}  // already signalled (EAGAIN) is as good
 }
 
 Inbox::~Inbox() { stop(); }
@@ -69,6 +84,9 @@ void Inbox::run() {
 
 int Inbox::pollTimeoutMs() const {
   int64_t ms = starved_ ? 50 : kIdlePollMs;
+  const int64_t now = nowNs();
+  for (int64_t until : deferredUntilNs_)
+    if (until > now) ms = std::min<int64_t>(ms, (until - now) / 1000000 + 1);
   for (const Pending& p : pending_) ms = std::min<int64_t>(ms, p.handshake.deadline().remainingNs() / 1000000 + 1);
   return static_cast<int>(ms);
 }
@@ -77,16 +95,27 @@ void Inbox::loop() {
   std::vector<pollfd> pfds;
   while (!stopping_.load()) {
     pfds.clear();
-    pfds.push_back(pollfd{starved_ ? -1 : listener_.fd(), POLLIN, 0});
+    // At the bound the listener rests: new connections wait in the backlog.
+    pfds.push_back(pollfd{starved_ || full() ? -1 : listener_.fd(), POLLIN, 0});
+    pfds.push_back(pollfd{wake_.fd(), POLLIN, 0});
     for (const Pending& p : pending_) pfds.push_back(pollfd{p.sock.fd(), POLLIN, 0});
     for (const Link& l : links_) pfds.push_back(pollfd{l.sock.fd(), POLLIN, 0});
+    const size_t outgoingAt = pfds.size();
+    watched_.clear();
+    sink_->watchOutgoing(&watched_);
+    const int64_t now = nowNs();
+    for (const auto& [fd, peer] : watched_) pfds.push_back(pollfd{deferredUntilNs_[peer] > now ? -1 : fd, POLLIN, 0});
     if (::poll(pfds.data(), pfds.size(), pollTimeoutMs()) < 0 && errno != EINTR) raiseErrno("poll");
     if (stopping_.load()) return;
     starved_ = false;
+    if (pfds[1].revents) {
+      uint64_t n;
+      if (::read(wake_.fd(), &n, sizeof(n)) < 0) {}  // EAGAIN: nothing to clear
+    }
     // Handshakes that complete below join links_ at its end; only the links
     // polled above are read in this pass.
     size_t linksPolled = links_.size();
-    size_t k = 1;
+    size_t k = 2;
     for (auto it = pending_.begin(); it != pending_.end(); ++k) {
       auto cur = it++;
       if (pfds[k].revents || cur->handshake.deadline().passed()) advanceHandshake(cur);
@@ -94,6 +123,7 @@ void Inbox::loop() {
     for (auto it = links_.begin(); linksPolled > 0; ++k, --linksPolled) {
       auto cur = it++;
       if (!pfds[k].revents) continue;
+      cur->lastActive = ++activity_;
       ReadResult r = readFrames(*cur);
       if (r == ReadResult::More) continue;
       if (r == ReadResult::Closed || r == ReadResult::Broken) sink_->onLost(cur->peer, r == ReadResult::Broken
@@ -103,12 +133,42 @@ void Inbox::loop() {
       links_.erase(cur);  // closes it: a retiring sender waits for exactly this
       open_.store(links_.size());
     }
+    serveOutgoing(pfds, outgoingAt);
     if (pfds[0].revents) acceptWaitingConnections();
+    if (full()) askToRetire();
+  }
+}
+
+void Inbox::serveOutgoing(const std::vector<pollfd>& pfds, size_t first) {
+  for (size_t i = 0; i < watched_.size(); ++i) {
+    if (!pfds[first + i].revents || pfds[first + i].fd < 0) continue;
+    const auto [fd, peer] = watched_[i];
+    if (!sink_->onOutgoingReadable(peer, fd)) deferredUntilNs_[peer] = nowNs() + kBusyOutgoingRetryNs;
+  }
+}
+
+// Asks the senders of the least recently active idle connections (none
+// mid-frame) to retire them, keeping an eighth of the bound (at least one)
+// asked and not yet closed.
+void Inbox::askToRetire() {
+  const size_t want = std::max<size_t>(1, maxIncoming_ / 8);
+  size_t asked = 0;
+  for (const Link& l : links_) asked += l.asked;
+  while (asked < want) {
+    Link* oldest = nullptr;
+    for (Link& l : links_)
+      if (!l.asked && !l.inPayload && l.headerGot == 0 && (!oldest || l.lastActive < oldest->lastActive)) oldest = &l;
+    if (!oldest) return;
+    oldest->asked = true;
+    ++asked;
+    if (::send(oldest->sock.fd(), &kRetireRequest, 1, MSG_DONTWAIT | MSG_NOSIGNAL) == 1)
+      WEFT_TRACE(kBootstrap, "bootstrap rank %d: %zu connections in (the bound): asked rank %d to retire its", rank_,
+                 links_.size() + pending_.size(), oldest->peer);
   }
 }
 
 void Inbox::acceptWaitingConnections() {
-  for (;;) {
+  while (!full()) {
     SocketAddress from;
     int limitErr = 0;
     Socket s = acceptWaiting(listener_, &from, &limitErr);
@@ -124,6 +184,7 @@ void Inbox::acceptWaitingConnections() {
     pending_.push_back(Pending{std::move(s), from.str(),
                                handshake::Acceptor(secret_, handshake::Purpose::kPeer, sizeof(PeerHello),
                                                    Deadline::after(kHelloTimeoutMs))});
+    peak_.store(std::max(peak_.load(), links_.size() + pending_.size()));
   }
 }
 
@@ -140,6 +201,7 @@ void Inbox::advanceHandshake(std::list<Pending>::iterator it) {
     l.peer = peer;
     l.from = it->from;
     l.mac = it->handshake.session().toAcceptor;
+    l.lastActive = ++activity_;
     linkedFrom_[peer] = 1;
     open_.store(links_.size());
     WEFT_TRACE(kBootstrap, "bootstrap rank %d: accepted rank %d from %s", rank_, peer, l.from.c_str());

@@ -7,12 +7,24 @@
 // rank has one reader thread whatever its number of peers. Complete frames
 // go to the Sink; a connection the sender retires (a close frame) or ends
 // with a goodbye is closed at once, so descriptors do not pile up.
+//
+// A rank holds at most `maxIncoming` connections into it (handshaking or
+// authenticated): at that bound the listener rests (new connections wait in
+// the kernel's backlog, holding no descriptor here) and the thread asks the
+// senders of idle connections to retire them (kRetireRequest). The same
+// thread watches this rank's own outgoing connections for such requests
+// (Sink::watchOutgoing), so a rank answers them even while its application
+// thread is blocked, on another rank's full listener say: no cycle of full
+// ranks can wait on each other.
 #pragma once
+
+#include <poll.h>
 
 #include <atomic>
 #include <cstdint>
 #include <list>
 #include <memory>
+#include <utility>
 #include <string>
 #include <thread>
 #include <vector>
@@ -30,14 +42,24 @@ class Inbox {
     virtual void onFrame(int peer, uint64_t tag, std::vector<char> payload) = 0;
     // A connection from `peer` ended without a goodbye or a close frame.
     virtual void onLost(int peer, const char* why) = 0;
+    // This rank's outgoing connections to watch: (descriptor, peer).
+    virtual void watchOutgoing(std::vector<std::pair<int, int>>* fds) = 0;
+    // The outgoing connection to `peer` (descriptor fd when listed) is
+    // readable: a retire request, or the receiver's close after one. Returns
+    // false when it could not look now (a send on it is under way).
+    virtual bool onOutgoingReadable(int peer, int fd) = 0;
   };
 
-  Inbox(int rank, int nranks, const Secret& secret, Socket listener, Sink* sink);
+  Inbox(int rank, int nranks, const Secret& secret, Socket listener, Sink* sink, size_t maxIncoming);
   ~Inbox();
   // Ends the thread (idempotent); no Sink call follows its return.
   void stop();
   // Authenticated connections open now (for tests and measurements).
   size_t openConnections() const { return open_.load(); }
+  // Connections into this rank (handshaking or authenticated), at most so far.
+  size_t peakConnections() const { return peak_.load(); }
+  // Has the thread look at the outgoing connections again (one just opened).
+  void wake();
 
  private:
   struct Pending;
@@ -53,6 +75,9 @@ class Inbox {
   ReadResult readFrames(Link& l);
   ReadResult onCompleteFrame(Link& l);
   void reject(const std::string& from, const std::string& why);
+  bool full() const { return links_.size() + pending_.size() >= maxIncoming_; }
+  void askToRetire();
+  void serveOutgoing(const std::vector<pollfd>& pfds, size_t first);
 
   const int rank_;
   const int nranks_;
@@ -61,6 +86,12 @@ class Inbox {
   Sink* const sink_;
   std::atomic<bool> stopping_{false};
   std::atomic<size_t> open_{0};
+  std::atomic<size_t> peak_{0};
+  const size_t maxIncoming_;
+  Socket wake_;                   // an eventfd: wake()
+  std::vector<std::pair<int, int>> watched_;  // (fd, peer) polled this pass
+  std::vector<int64_t> deferredUntilNs_;      // per peer: its outgoing connection was busy
+  uint64_t activity_ = 0;         // orders links by their last frame
   bool starved_ = false;          // out of descriptors: the listener rests a slice
   bool warnedStarved_ = false;
   std::list<Pending> pending_;    // in their handshake

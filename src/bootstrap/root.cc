@@ -312,4 +312,35 @@ bool bootstrapRootRunningAt(const SocketAddress& addr) {
   return registry().running.count(addr.str()) != 0;
 }
 
+// The root's answer: the address table when every rank joined, else why not.
+std::vector<SocketAddress> readRootReply(int fd, handshake::StreamMac& mac, int rank, int nranks, Deadline deadline,
+                                         int64_t timeoutMs, const std::string& rootName, int32_t* jobNonce) {
+  RootReply r;
+  int err = 0;
+  IoStatus st = tryRecvAll(fd, &r, sizeof(r), deadline, StopFlags{}, &err);
+  if (st == IoStatus::Timeout)
+    raise(weftTimeout, "bootstrap rank %d: not every rank joined %s within %ld ms", rank, rootName.c_str(),
+          static_cast<long>(timeoutMs));
+  if (st == IoStatus::Eof)
+    raise(weftRemoteError, "bootstrap rank %d: %s closed the connection (it rejected the hello)", rank,
+          rootName.c_str());
+  if (st != IoStatus::Ok) raise(weftSystemError, "bootstrap rank %d: %s: %s", rank, rootName.c_str(), strerror(err));
+  if (r.magic != kRootReplyMagic) raise(weftRemoteError, "bootstrap rank %d: %s sent garbage", rank, rootName.c_str());
+  std::vector<SocketAddress> table(rootReplyTableEntries(r, nranks));
+  uint8_t tag[handshake::kMacBytes];
+  // The root has answered: the rest of its reply gets time of its own, even
+  // when it answered (a timeout, say) just before this rank's deadline.
+  const Deadline rest = Deadline::after(std::max<int64_t>(1000, deadline.remainingNs() / 1000000));
+  st = tryRecvAll(fd, table.data(), table.size() * sizeof(SocketAddress), rest, StopFlags{}, &err);
+  if (st == IoStatus::Ok) st = tryRecvAll(fd, tag, sizeof(tag), rest, StopFlags{}, &err);
+  if (st != IoStatus::Ok)
+    raise(weftRemoteError, "bootstrap rank %d: %s: reply cut short (%s)", rank, rootName.c_str(), ioStatusName(st));
+  if (!mac.verify(&r, sizeof(r), table.data(), table.size() * sizeof(SocketAddress), tag))
+    raise(weftRemoteError, "bootstrap rank %d: %s: reply failed its integrity check", rank, rootName.c_str());
+  checkRootReply(r, rank, nranks, rootName);
+  *jobNonce = r.jobNonce;
+  return table;
+}
+
+
 }  // namespace weft

@@ -3,8 +3,12 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "src/bootstrap/bootstrap.h"
+#include "src/bootstrap/handshake.h"
+#include "src/util/clock.h"
 #include "src/util/socket.h"
 
 namespace weft {
@@ -16,5 +20,10 @@ SocketAddress startBootstrapRoot(const SocketAddress& addr, const Secret& secret
 
 // Whether a root started by this process is still serving `addr`.
 bool bootstrapRootRunningAt(const SocketAddress& addr);
+
+// A rank's side: the root's answer on `fd`, the address table when every
+// rank joined (and the set-up's nonce in *jobNonce); else throws naming why.
+std::vector<SocketAddress> readRootReply(int fd, handshake::StreamMac& mac, int rank, int nranks, Deadline deadline,
+                                         int64_t timeoutMs, const std::string& rootName, int32_t* jobNonce);
 
 }  // namespace weft

@@ -101,6 +101,12 @@ constexpr uint64_t kQueryReplyTag = 0xFFFFFFFFFFFFFFFBull;
 // waits for that close before it opens another, so frames stay in order.
 constexpr uint64_t kCloseTag = 0xFFFFFFFFFFFFFFFAull;
 
+// The one byte a receiver writes back on a connection into it when it holds
+// as many as it may (WEFT_BOOTSTRAP_MAX_INCOMING): please retire this one.
+// The sender's inbox thread answers with a close frame, as for a retirement
+// of its own. Unauthenticated: a forged one costs a reconnect, nothing more.
+constexpr char kRetireRequest = 'R';
+
 // How long a query's reply may take to send.
 constexpr int64_t kQueryReplyMs = 1000;
 

@@ -106,23 +106,30 @@ void Connections::connectEdges(std::vector<Edge> edges) {
     WEFT_INFO(kInit, "conn %d%s : %d -> %d via %s: %s", e.conn, e.device ? " (device)" : "", e.sender, e.receiver,
               c->describe().c_str(), why.c_str());
     table[{peer, e.conn, e.device}] = std::move(c);
+    ++endsMade_;
   }
 }
 
 void Connections::ensure(const plan::Plan& p, bool device) {
   std::set<Edge> need = missingEdges(p, device);
   if (!need.empty()) connectEdges({need.begin(), need.end()});
+  if (temporary_.empty()) return;
+  for (const Edge& e : edgesOf(p, device)) temporary_.erase(e);
 }
 
-std::vector<Connections::Edge> Connections::ensureTemporary(const plan::Plan& p) {
+void Connections::ensureTemporary(const plan::Plan& p) {
   std::set<Edge> need = missingEdges(p, false);
-  std::vector<Edge> made(need.begin(), need.end());
-  if (!made.empty()) connectEdges(made);
-  return made;
+  if (need.empty()) return;
+  // Marked before connecting, so a connection made before a failure is
+  // still released with the rest.
+  temporary_.insert(need.begin(), need.end());
+  peakTemporary_ = std::max(peakTemporary_, temporary_.size());
+  connectEdges({need.begin(), need.end()});
 }
 
-void Connections::release(const std::vector<Edge>& edges) {
-  for (const Edge& e : edges) {
+void Connections::releaseTemporary(const plan::Plan& p) {
+  for (const Edge& e : edgesOf(p, false)) {
+    if (!temporary_.erase(e)) continue;
     const bool sending = e.sender == comm_->rank;
     (sending ? sends_ : recvs_).erase({sending ? e.receiver : e.sender, e.conn, e.device});
   }
@@ -130,6 +137,20 @@ void Connections::release(const std::vector<Edge>& edges) {
 
 bool Connections::connectedFor(const plan::Plan& p, bool device) { return missingEdges(p, device).empty(); }
 
+std::set<Connections::Edge> Connections::edgesOf(const plan::Plan& p, bool device) {
+  std::set<Edge> all;
+  const int me = comm_->rank;
+  for (const auto& ch : p.channels)
+    for (const auto& st : ch.steps) {
+      for (int i = 0; i < st.nSend; i++)
+        all.insert({me, st.sendPeer[i], st.conn, device && ownDeviceEdge(st.sendPeer[i], st.conn, true)});
+      for (int i = 0; i < st.nRecv; i++)
+        all.insert({st.recvPeer[i], me, st.conn, device && ownDeviceEdge(st.recvPeer[i], st.conn, false)});
+    }
+  return all;
+}
+
+// On every call's path: no set of every edge, only of the missing ones.
 std::set<Connections::Edge> Connections::missingEdges(const plan::Plan& p, bool device) {
   std::set<Edge> need;
   const int me = comm_->rank;

@@ -41,14 +41,27 @@ class Connections {
     bool device = false;
     auto operator<=>(const Edge&) const = default;
   };
-  // ensure() for host buffers, returning the edges it had to connect; with
-  // release() a caller keeps them only for as long as it needs them (a
-  // batch of an AllToAll over many ranks). Both ends must release the same
-  // edges, after both are done with them.
-  std::vector<Edge> ensureTemporary(const plan::Plan& plan);
-  void release(const std::vector<Edge>& edges);
+  // ensure() for host buffers, but the edges it connects stay temporary:
+  // releaseTemporary() closes them again. An AllToAll over many ranks keeps
+  // a bounded set of such edges between its calls (src/core/alltoall_batches.h).
+  // Both ends of an edge must make and release it alike, each after both are
+  // done with it. An ensure() of a plan that uses a temporary edge makes it
+  // permanent at both ends (a later release leaves it open): a tree, a
+  // point-to-point call or a device kernel may then be using it.
+  void ensureTemporary(const plan::Plan& plan);
+  void releaseTemporary(const plan::Plan& plan);
   // Connection ends this rank holds (both directions), for tests and logs.
   size_t size() const { return sends_.size() + recvs_.size(); }
+  // Of those, the temporary ones, now and at most so far.
+  size_t temporaryEnds() const { return temporary_.size(); }
+  size_t peakTemporaryEnds() const { return peakTemporary_; }
+  // Connection ends this rank has made since it started (a reconnect counts
+  // again): what a cache of connections saves shows here.
+  size_t endsMade() const { return endsMade_; }
+  // The AllToAll distances whose temporary edges are connected, least
+  // recently used first (src/core/alltoall_batches.h): the same at every
+  // rank, kept here with the connections it describes.
+  std::vector<int> allToAllHeld;
   // Whether every edge `plan` uses is connected already (a device call
   // inside CUDA graph capture must not connect anything).
   bool connectedFor(const plan::Plan& plan, bool device = false);
@@ -68,6 +81,8 @@ class Connections {
   using Key = std::tuple<int, int, bool>;  // (peer, conn, device)
   void connectEdges(std::vector<Edge> edges);
   std::set<Edge> missingEdges(const plan::Plan& plan, bool device);
+  // The edges `plan` uses, connected or not.
+  std::set<Edge> edgesOf(const plan::Plan& plan, bool device);
   // The host transport for `peer`, and why; warns once per communicator on
   // a fallback to a last resort, raises when WEFT_NET cannot be honoured.
   Transport* choose(int peer, std::string* why);
@@ -94,6 +109,9 @@ class Connections {
   std::set<std::tuple<int, int, bool>> stagedLogged_;  // (peer, conn, sending)
   std::map<Key, std::unique_ptr<Connection>> sends_;
   std::map<Key, std::unique_ptr<Connection>> recvs_;
+  std::set<Edge> temporary_;  // made by ensureTemporary, neither released nor made permanent
+  size_t peakTemporary_ = 0;
+  size_t endsMade_ = 0;
 };
 
 }  // namespace weft

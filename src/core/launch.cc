@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <tuple>
+#include <utility>
 
 #include "algorithms/collectives.h"
 #include "algorithms/direct.h"
@@ -13,6 +14,7 @@
 #include "algorithms/p2p.h"
 #include "algorithms/registry.h"
 #include "algorithms/selector.h"
+#include "src/core/alltoall_batches.h"
 #include "src/core/call_check.h"
 #include "src/core/comm.h"
 #include "src/core/connections.h"
@@ -88,47 +90,46 @@ void runConnected(weftComm_t comm, const plan::Plan& p, std::span<const BufferBi
   runHostPlan(p, bindings, comm->scratch.data(), op, fifos, execContext(comm));
 }
 
-// An AllToAll with more peers than WEFT_ALLTOALL_MAX_PEERS runs in batches
-// of that many distances (its plan: the self copy, then a send and a
-// receive channel per distance 1..n-1, algorithms/p2p.h). A batch connects
-// what it lacks, runs, waits for every rank to be done with it (the
-// bootstrap's barrier: a socket sender's last slots may still be in its
-// staging FIFO, and closing drains them only while the receiver keeps
-// reading, giving up after 100 ms without progress) and closes what it
-// connected, so a rank never holds more than 2 x max
-// AllToAll connection ends; both ends of an edge put it in the same batch
-// (distance i from the sender is distance i to the receiver), so they
-// open and close it together. The price: each such call connects its pairs
-// again.
-void runAllToAllInBatches(weftComm_t comm, const plan::Plan& p, std::span<const BufferBinding> bindings,
-                          const kernels::RedOp& op, size_t maxPeers) {
-  const size_t distances = (p.channels.size() - 1) / 2;
-  for (size_t first = 0; first < distances; first += maxPeers) {
-    plan::Plan part = p;
-    part.channels.clear();
-    if (first == 0) part.channels.push_back(p.channels[0]);
-    for (size_t i = first; i < std::min(distances, first + maxPeers); ++i) {
-      part.channels.push_back(p.channels[1 + 2 * i]);
-      part.channels.push_back(p.channels[2 + 2 * i]);
-    }
-    std::vector<Connections::Edge> made = comm->connections->ensureTemporary(part);
-    runConnected(comm, part, bindings, op);
-    comm->bootstrap->barrier();
-    comm->connections->release(made);
-  }
-}
-
+// A host AllToAll keeps at most WEFT_ALLTOALL_MAX_PEERS peers connected
+// (0: every peer, for good), running in batches past it
+// (src/core/alltoall_batches.h).
 void execute(weftComm_t comm, const plan::Plan& p, std::span<const BufferBinding> bindings,
              const kernels::RedOp& op) {
   if (p.coll == plan::Coll::AllToAll && p.channels.size() == 2 * size_t(p.nranks - 1) + 1) {
-    const int64_t maxPeers = comm->config.get(settings::kAllToAllMaxPeers);  // 0: no bound
-    if (maxPeers > 0 && p.nranks - 1 > maxPeers) {
-      runAllToAllInBatches(comm, p, bindings, op, static_cast<size_t>(maxPeers));
+    const int64_t maxPeers = comm->config.get(settings::kAllToAllMaxPeers);
+    if (maxPeers > 0) {
+      runAllToAllBounded(comm, p, static_cast<size_t>(maxPeers),
+                         [&](const plan::Plan& part) { runConnected(comm, part, bindings, op); });
       return;
     }
   }
   comm->connections->ensure(p);
   runConnected(comm, p, bindings, op);
+}
+
+// Device kernels run after the call returns, so their connections cannot
+// be closed batch by batch as a host AllToAll's are: a device call whose
+// plan joins more than WEFT_ALLTOALL_MAX_PEERS peers in one direction is
+// refused, before anything connects. Every rank of an AllToAll decides
+// alike; for a group each rank decides from its own calls (the peers of a
+// refused group then time out waiting for it).
+void refuseDevicePeersPastBound(weftComm_t comm, const plan::Plan& p) {
+  const int64_t maxPeers = comm->config.get(settings::kAllToAllMaxPeers);
+  if (maxPeers <= 0 || p.nranks - 1 <= maxPeers) return;
+  std::vector<char> to(p.nranks, 0), from(p.nranks, 0);
+  int64_t nTo = 0, nFrom = 0;
+  for (const auto& ch : p.channels)
+    for (const auto& st : ch.steps) {
+      for (int i = 0; i < st.nSend; i++) nTo += !std::exchange(to[st.sendPeer[i]], 1);
+      for (int i = 0; i < st.nRecv; i++) nFrom += !std::exchange(from[st.recvPeer[i]], 1);
+    }
+  if (nTo <= maxPeers && nFrom <= maxPeers) return;
+  raise(weftInvalidUsage,
+        "rank %d: a device %s sends to %ld and receives from %ld peers, past WEFT_ALLTOALL_MAX_PEERS=%ld (device "
+        "calls keep every connection they make; host buffers run in batches): raise it (0: no bound) or split the "
+        "call",
+        comm->rank, plan::collName(p.coll), static_cast<long>(nTo), static_cast<long>(nFrom),
+        static_cast<long>(maxPeers));
 }
 
 uint64_t busBytes(const OpDesc& op, int nranks) {
@@ -300,6 +301,7 @@ TracedCall runCollective(weftComm_t comm, const OpDesc& op) {
   BufferBinding b{op.send, op.recv};
   if (op.device) {
     // Device buffers: the same plan, run by the CUDA executor on op.stream.
+    if (op.coll == plan::Coll::AllToAll) refuseDevicePeersPastBound(comm, *p);
     if (op.coll == plan::Coll::AllToAll && op.send == op.recv && comm->nranks > 1)
       b.send = cuda::deviceStageCopy(comm, op.send, busBytes(op, comm->nranks), op.stream);
     cuda::runDevicePlan(comm, *p, p, {&b, 1}, op.op, op.stream);
@@ -350,6 +352,7 @@ size_t runPointToPoint(weftComm_t comm, const std::vector<const OpDesc*>& ops) {
     device = op->device;
   }
   if (device == 1) {
+    refuseDevicePeersPastBound(comm, p);
     cuda::runDevicePlan(comm, p, nullptr, bindings, copyOp, ops[0]->stream);
     scope.launched();
     return p.stepCount();
@@ -424,6 +427,10 @@ std::vector<plan::Plan> deviceCallShapes(weftComm_t comm) {
       }
     }
   }
+  // Past WEFT_ALLTOALL_MAX_PEERS an AllToAll or a group with every peer is
+  // refused on device buffers (refuseDevicePeersPastBound): nothing to warm.
+  const int64_t maxPeers = comm->config.get(settings::kAllToAllMaxPeers);
+  if (maxPeers > 0 && comm->nranks - 1 > maxPeers) return out;
   a.coll = plan::Coll::AllToAll;
   out.push_back(algo::buildAllToAll(a));
   std::vector<algo::P2POp> calls;

@@ -37,6 +37,8 @@ WEFT_SETTING_NCCL(kCommId, "WEFT_COMM_ID", "NCCL_COMM_ID", String, nullptr, Proc
 WEFT_SETTING(kCommSecret, "WEFT_COMM_SECRET", String, nullptr, Process, "mixed into ids built from WEFT_COMM_ID")
 WEFT_SETTING(kBootstrapMaxConns, "WEFT_BOOTSTRAP_MAX_CONNS", Int, "32", Process,
              "outgoing bootstrap connections a rank keeps open")
+WEFT_SETTING(kBootstrapMaxIncoming, "WEFT_BOOTSTRAP_MAX_INCOMING", Int, "128", Process,
+             "connections into a rank's bootstrap at once; past it, new ones wait and idle ones are asked to retire")
 WEFT_SETTING(kAllToAllMaxPeers, "WEFT_ALLTOALL_MAX_PEERS", Int, "64", Comm,
              "peers an AllToAll keeps connected at once; beyond, it runs in batches")
 WEFT_SETTING(kSocketNSocks, "WEFT_SOCKET_NSOCKS", Int, "2", Comm, "TCP sockets per socket-transport connection")

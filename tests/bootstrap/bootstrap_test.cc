@@ -275,16 +275,93 @@ TEST_F(BootstrapTest, ConnectionsStayBoundedAndInOrderUnderChurn) {
   });
   unsetenv("WEFT_BOOTSTRAP_MAX_CONNS");
   EXPECT_EQ(joined.load(), kRanks);
-  // Per rank: its listener, at most 3 outgoing and (on average) 3 incoming
-  // ends; a connection to every peer would be 2 x 23 per rank.
-  EXPECT_LE(maxFds.load() - fdsBefore, kRanks * 8) << "descriptors grew with the peers, not the limit";
+  // Per rank: its listener, its inbox's eventfd, at most 3 outgoing and (on
+  // average) 3 incoming ends; a connection to every peer would be 2 x 23.
+  EXPECT_LE(maxFds.load() - fdsBefore, kRanks * 9) << "descriptors grew with the peers, not the limit";
   // Per rank: its application thread and its inbox thread.
   EXPECT_LE(maxThreads.load() - threadsBefore, kRanks * 2 + 2);
 }
 
+// At most WEFT_BOOTSTRAP_MAX_INCOMING connections into a rank: every rank
+// sends to every other at once (the AllToAll handshakes' pattern), senders
+// past the bound wait in the backlog while the receiver asks idle ones to
+// retire, and every message still arrives, in order.
+TEST_F(BootstrapTest, IncomingConnectionsStayWithinTheBound) {
+  setenv("WEFT_BOOTSTRAP_MAX_CONNS", "3", 1);
+  setenv("WEFT_BOOTSTRAP_MAX_INCOMING", "4", 1);
+  constexpr int kRanks = 16, kRounds = 2;
+  std::atomic<size_t> peak{0};
+  runRanks(kRanks, 30000, [&](int rank, Bootstrap& b) {
+    for (int round = 0; round < kRounds; ++round)
+      for (int i = 1; i < kRanks; ++i) {
+        int32_t msg[2] = {rank, round};
+        b.send((rank + i) % kRanks, 9, msg, sizeof(msg));
+      }
+    for (int round = 0; round < kRounds; ++round)
+      for (int p = 0; p < kRanks; ++p) {
+        if (p == rank) continue;
+        int32_t msg[2];
+        b.recv(p, 9, msg, sizeof(msg));
+        EXPECT_EQ(msg[0], p);
+        EXPECT_EQ(msg[1], round) << "from rank " << p << " out of order";
+      }
+    b.barrier();
+    const size_t mine = b.peakIncomingConnections();
+    for (size_t m = peak.load(); mine > m && !peak.compare_exchange_weak(m, mine);) {}
+  });
+  unsetenv("WEFT_BOOTSTRAP_MAX_CONNS");
+  unsetenv("WEFT_BOOTSTRAP_MAX_INCOMING");
+  EXPECT_GT(peak.load(), 0u);
+  EXPECT_LE(peak.load(), 4u) << "a rank held more connections in than the bound";
+}
+
+// Senders that went quiet (their application threads blocked, waiting for
+// an answer) hold the full rank's places: only their inbox threads can
+// retire them when asked, which lets the waiting senders in.
+TEST_F(BootstrapTest, AFullRankGetsIdleSendersToRetire) {
+  setenv("WEFT_BOOTSTRAP_MAX_INCOMING", "4", 1);
+  constexpr int kRanks = 10;
+  runRanks(kRanks, 30000, [&](int rank, Bootstrap& b) {
+    int32_t token = rank;
+    if (rank != 0) {
+      b.send(0, 5, &token, sizeof(token));
+      b.recv(0, 6, &token, sizeof(token));
+      EXPECT_EQ(token, rank * 2);
+      return;
+    }
+    for (int p = 1; p < kRanks; ++p) {
+      b.recv(p, 5, &token, sizeof(token));
+      EXPECT_EQ(token, p);
+    }
+    for (int p = 1; p < kRanks; ++p) {
+      token = p * 2;
+      b.send(p, 6, &token, sizeof(token));
+    }
+    EXPECT_LE(b.peakIncomingConnections(), 4u);
+  });
+  unsetenv("WEFT_BOOTSTRAP_MAX_INCOMING");
+}
+
+TEST_F(BootstrapTest, IncomingBoundBelowFourIsRefused) {
+  setenv("WEFT_BOOTSTRAP_MAX_INCOMING", "3", 1);
+  weftUniqueId id;
+  createUniqueId(&id, 2000);
+  try {
+    Bootstrap::join(id, 0, 1, 2000);
+    ADD_FAILURE() << "a bound of 3 was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), weftInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("WEFT_BOOTSTRAP_MAX_INCOMING"), std::string::npos) << e.what();
+  }
+  unsetenv("WEFT_BOOTSTRAP_MAX_INCOMING");
+}
+
 // Silent connects hold a descriptor each until their 5 s bound, but no
-// thread, and the real peers' messages pass them at once.
+// thread, and the real peers' messages pass them at once (while they stay
+// below WEFT_BOOTSTRAP_MAX_INCOMING: at the bound, the next connection
+// waits for a place, up to their 5 s).
 TEST_F(BootstrapTest, SilentConnectsHoldNoThreadAndDelayNobody) {
+  setenv("WEFT_BOOTSTRAP_MAX_INCOMING", "1000", 1);
   runRanks(2, 20000, [](int rank, Bootstrap& b) {
     if (rank == 0) {
       SocketAddress peerListen = SocketAddress::parse(b.peerAddress(1), "rank 1");
@@ -306,6 +383,7 @@ TEST_F(BootstrapTest, SilentConnectsHoldNoThreadAndDelayNobody) {
       b.send(0, 4, &token, sizeof(token));
     }
   });
+  unsetenv("WEFT_BOOTSTRAP_MAX_INCOMING");
 }
 
 TEST_F(BootstrapTest, ConnectionLimitBelowTheTreeIsRefused) {

@@ -3,7 +3,9 @@
 // buffers against a float64 reference, N ranks (threads) on one GPU.
 #include <cmath>
 #include <cstring>
+#include <cstdlib>
 #include <random>
+#include <string>
 #include <thread>
 
 #include "src/exec/cuda/runtime.h"
@@ -206,6 +208,29 @@ TEST(GpuApi, MixedHostAndDeviceBuffersAreRejected) {
   EXPECT_EQ(weftAllReduce(dev, host.data(), 16, weftFloat32, weftSum, r.comms[0], nullptr), weftInvalidArgument);
   EXPECT_EQ(weftAllReduce(host.data(), dev, 16, weftFloat32, weftSum, r.comms[0], nullptr), weftInvalidArgument);
   CUDA_OK(cudaFree(dev));
+}
+
+// Device kernels keep every connection they use, so a device AllToAll or
+// group past WEFT_ALLTOALL_MAX_PEERS is refused before it connects anything
+// (each rank alone: nothing waits for the others).
+TEST(GpuApi, DeviceCallsPastThePeerBoundAreRefused) {
+  SKIP_WITHOUT_GPU();
+  setenv("WEFT_ALLTOALL_MAX_PEERS", "1", 1);
+  Ranks r(3);
+  unsetenv("WEFT_ALLTOALL_MAX_PEERS");
+  float *in = nullptr, *out = nullptr;
+  CUDA_OK(cudaMalloc(reinterpret_cast<void**>(&in), 3 * sizeof(float)));
+  CUDA_OK(cudaMalloc(reinterpret_cast<void**>(&out), 3 * sizeof(float)));
+  for (int k = 0; k < 3; ++k) {
+    EXPECT_EQ(weftAlltoAll(in, out, 1, weftFloat32, r.comms[k], r.streams[k]), weftInvalidUsage);
+    EXPECT_NE(std::string(weftGetLastError(r.comms[k])).find("WEFT_ALLTOALL_MAX_PEERS"), std::string::npos);
+    weftGroupStart();
+    weftSend(in, 1, weftFloat32, (k + 1) % 3, r.comms[k], r.streams[k]);
+    weftSend(in + 1, 1, weftFloat32, (k + 2) % 3, r.comms[k], r.streams[k]);
+    EXPECT_EQ(weftGroupEnd(), weftInvalidUsage);
+  }
+  CUDA_OK(cudaFree(in));
+  CUDA_OK(cudaFree(out));
 }
 
 TEST(GpuApi, SingleRankAllReduceOnTheDefaultStream) {

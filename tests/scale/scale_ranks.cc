@@ -5,6 +5,10 @@
 //
 //   scale_ranks <processes> <threads per process> [count] [deadline s]
 //
+// SCALE_ALLTOALL_CALLS=k runs k AllToAll calls (each checked) and prints
+// the slowest rank's time of each: what keeping connections between calls
+// saves shows from the second on.
+//
 // The processes agree on the id through WEFT_COMM_ID (a free loopback port
 // chosen here) and WEFT_COMM_SECRET. Exit code 0 only when every rank of
 // every process checked its results.
@@ -13,6 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -58,7 +63,9 @@ struct Peak {
   std::atomic<int> fds{0};
   std::atomic<long> threads{0}, rssKb{0};
   // The slowest rank's time in each phase, in ms.
-  std::atomic<long> initMs{0}, allReduceMs{0}, allToAllMs{0};
+  static constexpr int kMaxCalls = 16;
+  std::atomic<long> initMs{0}, allReduceMs{0}, allToAllMs[kMaxCalls] = {};
+  std::atomic<int> calls{0};  // AllToAll calls made by every rank
   void sample() {
     int f = openDescriptors();
     long t = statusField("Threads"), r = statusField("VmRSS");
@@ -96,15 +103,23 @@ bool runRank(int rank, int nranks, size_t count, Peak* peak, std::string* why) {
       *why = "AllReduce element " + std::to_string(i) + " = " + std::to_string(out[i]);
       ok = false;
     }
-  std::vector<float> a2aIn(static_cast<size_t>(nranks)), a2aOut(static_cast<size_t>(nranks), -1.f);
-  for (int j = 0; j < nranks; ++j) a2aIn[j] = static_cast<float>(rank * 1000 + j);
-  if (ok) ok = weftAlltoAll(a2aIn.data(), a2aOut.data(), 1, weftFloat32, comm, nullptr) == weftSuccess;
-  raiseTo(&peak->allToAllMs, msSince(&t));
-  for (int j = 0; ok && j < nranks; ++j)
-    if (a2aOut[j] != static_cast<float>(j * 1000 + rank)) {
-      *why = "AllToAll block " + std::to_string(j) + " = " + std::to_string(a2aOut[j]);
-      ok = false;
-    }
+  const char* callsEnv = getenv("SCALE_ALLTOALL_CALLS");
+  const int calls = std::min(Peak::kMaxCalls, std::max(1, callsEnv ? atoi(callsEnv) : 1));
+  std::vector<float> a2aIn(static_cast<size_t>(nranks)), a2aOut(static_cast<size_t>(nranks));
+  for (int call = 0; ok && call < calls; ++call) {
+    // Block j of rank r carries call * 1e6 + r * 1000 + j (exact in a float up to 16 calls of 1024 ranks).
+    for (int j = 0; j < nranks; ++j) a2aIn[j] = static_cast<float>(call * 1000000 + rank * 1000 + j);
+    std::fill(a2aOut.begin(), a2aOut.end(), -1.f);
+    ok = weftAlltoAll(a2aIn.data(), a2aOut.data(), 1, weftFloat32, comm, nullptr) == weftSuccess;
+    raiseTo(&peak->allToAllMs[call], msSince(&t));
+    raiseTo(&peak->calls, call + 1);
+    for (int j = 0; ok && j < nranks; ++j)
+      if (a2aOut[j] != static_cast<float>(call * 1000000 + j * 1000 + rank)) {
+        *why = "AllToAll " + std::to_string(call) + " block " + std::to_string(j) + " = " + std::to_string(a2aOut[j]);
+        ok = false;
+      }
+    peak->sample();
+  }
   if (!ok && why->empty()) *why = std::string("collective: ") + weftGetLastError(comm);
   peak->sample();
   if (rank == 0 && getenv("SCALE_DUMP_FDS")) {
@@ -129,10 +144,13 @@ int runProcess(int proc, int threads, int nranks, size_t count) {
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   for (int t = 0; t < threads; ++t)
     if (!why[t].empty()) fprintf(stderr, "rank %d: %s\n", proc * threads + t, why[t].c_str());
+  std::string calls;
+  for (int c = 0; c < peak.calls.load(); ++c)
+    calls += (c ? " " : "") + std::to_string(peak.allToAllMs[c].load() / 1e3).substr(0, 5);
   printf("process %d: %d ranks, peak %d descriptors, %ld threads, VmRSS %ld MiB, %.1f s (slowest rank: init %.1f s, "
-         "AllReduce %.1f s, AllToAll %.1f s), %s\n",
+         "AllReduce %.1f s, AllToAll %s s), %s\n",
          proc, threads, peak.fds.load(), peak.threads.load(), peak.rssKb.load() / 1024, s, peak.initMs.load() / 1e3,
-         peak.allReduceMs.load() / 1e3, peak.allToAllMs.load() / 1e3, failed ? "FAILED" : "ok");
+         peak.allReduceMs.load() / 1e3, calls.c_str(), failed ? "FAILED" : "ok");
   fflush(stdout);
   return failed ? 1 : 0;
 }
