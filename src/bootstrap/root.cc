@@ -38,9 +38,9 @@ RootRegistry& registry() {
 
 class Root {
  public:
-  Root(Socket listener, SocketAddress addr, const Secret& secret, int64_t timeoutMs)
+  Root(Socket listener, SocketAddress addr, const Secret& secret, int64_t timeoutMs, int64_t lateGraceMs)
       : listener_(std::move(listener)), addr_(addr), secret_(secret), timeoutMs_(timeoutMs),
-        deadline_(Deadline::after(timeoutMs)) {
+        lateGraceMs_(lateGraceMs), deadline_(Deadline::after(timeoutMs)) {
     randomBytes(&jobNonce_, sizeof jobNonce_);
   }
 
@@ -90,8 +90,7 @@ class Root {
   // the listen queue) still gets its handshake and a signed "timed out",
   // instead of a connection reset it could not tell from a crash.
   void serveLateRanks(std::list<Handler>& handlers) {
-    constexpr int64_t kLateGraceMs = 1000;
-    const Deadline grace = Deadline::after(kLateGraceMs);
+    const Deadline grace = Deadline::after(lateGraceMs_);
     try {
       for (;;) {
         SocketAddress from;
@@ -273,6 +272,7 @@ class Root {
   SocketAddress addr_;
   Secret secret_;
   int64_t timeoutMs_;
+  int64_t lateGraceMs_;
   Deadline deadline_;
   std::atomic<bool> allJoined_{false};
   std::atomic<bool> conflict_{false};  // two hellos claimed one rank: set-up stops
@@ -289,14 +289,15 @@ class Root {
 
 }  // namespace
 
-SocketAddress startBootstrapRoot(const SocketAddress& addr, const Secret& secret, int64_t timeoutMs) {
+SocketAddress startBootstrapRoot(const SocketAddress& addr, const Secret& secret, int64_t timeoutMs,
+                                 int64_t lateGraceMs) {
   SocketAddress bound;
   Socket listener = listenOn(addr, &bound);
   {
     std::lock_guard<std::mutex> lock(registry().mu);
     registry().running.insert(bound.str());
   }
-  auto root = std::make_shared<Root>(std::move(listener), bound, secret, timeoutMs);
+  auto root = std::make_shared<Root>(std::move(listener), bound, secret, timeoutMs, lateGraceMs);
   std::thread([root] {
     try {
       root->run();
