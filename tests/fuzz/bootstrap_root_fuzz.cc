@@ -103,6 +103,7 @@ bool completeJob(const std::vector<Plan>& plans) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   fuzz::Reader in(data, size);
+  const size_t threadsBefore = fuzz::threadCount();
   const Secret secret{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
   std::vector<Plan> plans(1 + in.byte() % 4);
   for (size_t i = 0; i < plans.size(); ++i) plans[i] = planFrom(in, static_cast<int>(i));
@@ -141,5 +142,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     WEFT_FUZZ_CHECK(!bound.passed());
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
+  WEFT_FUZZ_CHECK(fuzz::threadsBackTo(threadsBefore, 5000));
   return 0;
 }
