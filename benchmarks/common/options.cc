@@ -125,6 +125,12 @@ ParseResult parseOptions(int argc, char** argv) {
   if (optind < argc) return fail(std::string("unexpected argument: ") + argv[optind]);
   if (o.minBytes > o.maxBytes) return fail("-b (min bytes) is larger than -e (max bytes)");
   if (o.stepFactor <= 1 && o.stepBytes == 0) return fail("-i 0 with no -f would never end the sweep");
+  // An additive step small against the range (-e 1T -i 1) would make a
+  // sweep of billions of sizes, held in memory before the first runs.
+  if (o.stepFactor <= 1 && (o.maxBytes - o.minBytes) / o.stepBytes >= kMaxSweepSizes)
+    return fail("-b " + std::to_string(o.minBytes) + " -e " + std::to_string(o.maxBytes) + " -i " +
+                std::to_string(o.stepBytes) + " would visit more than " + std::to_string(kMaxSweepSizes) +
+                " sizes (use a larger -i, or -f)");
   return result;
 }
 

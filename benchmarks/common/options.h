@@ -73,7 +73,9 @@ MemoryChoice chooseMemory(const Options& options, int gpus, const std::string& n
 // share GPUs round-robin when there are more ranks than GPUs).
 int gpuFor(int procRank, int nThreads, int nGpus, int tid, int gpuIndex, int visibleGpus);
 
-// The sizes a sweep visits, in bytes, before per-collective rounding.
+// The sizes a sweep visits, in bytes, before per-collective rounding; at
+// most kMaxSweepSizes (parseOptions refuses more).
+inline constexpr size_t kMaxSweepSizes = 1 << 16;
 std::vector<size_t> sweepSizes(const Options& options);
 
 std::string usageText(const char* program);

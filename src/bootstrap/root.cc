@@ -1,6 +1,11 @@
 #include "src/bootstrap/root.h"
 
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
@@ -38,9 +43,10 @@ RootRegistry& registry() {
 
 class Root {
  public:
-  Root(Socket listener, SocketAddress addr, const Secret& secret, int64_t timeoutMs)
+  Root(Socket listener, SocketAddress addr, const Secret& secret, int64_t timeoutMs, int64_t lateGraceMs)
       : listener_(std::move(listener)), addr_(addr), secret_(secret), timeoutMs_(timeoutMs),
-        deadline_(Deadline::after(timeoutMs)) {
+        lateGraceMs_(lateGraceMs), deadline_(Deadline::after(timeoutMs)),
+        wake_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {
     randomBytes(&jobNonce_, sizeof jobNonce_);
   }
 
@@ -52,7 +58,7 @@ class Root {
       for (;;) {
         SocketAddress from;
         int limitErr = 0;
-        Socket s = acceptFrom(listener_, deadline_, StopFlags{&allJoined_, &conflict_}, &from, &limitErr);
+        Socket s = acceptOrWake(&from, &limitErr);
         if (limitErr) {
           // Descriptors may come back as handlers finish: keep trying, but
           // answer the ranks that joined a while before their own deadlines
@@ -86,12 +92,36 @@ class Root {
     std::atomic<bool> done{false};
   };
 
+  // The next connection, or an invalid socket once the deadline passed or
+  // a handler ended the set-up (every rank joined, or a conflict): a
+  // handler rings wake_, so the table goes out at once instead of at the
+  // accept loop's next look at its flags.
+  Socket acceptOrWake(SocketAddress* from, int* limitErr) {
+    for (;;) {
+      if (allJoined_.load() || conflict_.load() || deadline_.passed()) return Socket();
+      pollfd p[2] = {{listener_.fd(), POLLIN, 0}, {wake_.fd(), POLLIN, 0}};
+      // Without an eventfd (descriptors ran out) the flags are looked at
+      // every 20 ms instead.
+      const int64_t sliceMs = wake_.valid() ? 1000 : 20;
+      const int64_t ms = std::min<int64_t>(sliceMs, deadline_.remainingNs() / 1000000 + 1);
+      const int n = ::poll(p, 2, static_cast<int>(ms));
+      if (n < 0 && errno != EINTR) raiseErrno("poll");
+      if (n <= 0 || !p[0].revents) continue;
+      Socket s = acceptWaiting(listener_, from, limitErr);
+      if (s.valid() || *limitErr) return s;
+    }
+  }
+
+  void wakeAcceptLoop() {
+    const uint64_t one = 1;
+    if (wake_.valid()) (void)!::write(wake_.fd(), &one, sizeof one);
+  }
+
   // For a while after a timeout, a rank that connects (or already waits in
   // the listen queue) still gets its handshake and a signed "timed out",
   // instead of a connection reset it could not tell from a crash.
   void serveLateRanks(std::list<Handler>& handlers) {
-    constexpr int64_t kLateGraceMs = 1000;
-    const Deadline grace = Deadline::after(kLateGraceMs);
+    const Deadline grace = Deadline::after(lateGraceMs_);
     try {
       for (;;) {
         SocketAddress from;
@@ -229,13 +259,17 @@ class Root {
                 "job's set-up", addr_.str().c_str(), conflictNote_.c_str());
       reply(j, kRootDuplicateRank, nranks_);
       conflict_.store(true);
+      wakeAcceptLoop();
       return;
     }
     WEFT_TRACE(kBootstrap, "bootstrap root: rank %d/%d joined from %s, listens on %s", h.rank, h.nranks,
                from.str().c_str(), h.listen.str().c_str());
     ranks_[h.rank] = std::move(j);
     addrs_[h.rank] = h.listen;
-    if (++joined_ == nranks_) allJoined_.store(true);
+    if (++joined_ == nranks_) {
+      allJoined_.store(true);
+      wakeAcceptLoop();
+    }
   }
 
   // Answers every rank that joined: the table when all did, else a timeout.
@@ -273,9 +307,11 @@ class Root {
   SocketAddress addr_;
   Secret secret_;
   int64_t timeoutMs_;
+  int64_t lateGraceMs_;
   Deadline deadline_;
   std::atomic<bool> allJoined_{false};
   std::atomic<bool> conflict_{false};  // two hellos claimed one rank: set-up stops
+  Socket wake_;  // an eventfd, rung when a handler ends the set-up
   int32_t jobNonce_ = 0;  // in the table's reply: part of the ranks' peer key (bootstrap.cc)
   std::mutex mu_;
   bool finished_ = false;  // the table or the timeout went out; later ranks are told they are late
@@ -289,14 +325,15 @@ class Root {
 
 }  // namespace
 
-SocketAddress startBootstrapRoot(const SocketAddress& addr, const Secret& secret, int64_t timeoutMs) {
+SocketAddress startBootstrapRoot(const SocketAddress& addr, const Secret& secret, int64_t timeoutMs,
+                                 int64_t lateGraceMs) {
   SocketAddress bound;
   Socket listener = listenOn(addr, &bound);
   {
     std::lock_guard<std::mutex> lock(registry().mu);
     registry().running.insert(bound.str());
   }
-  auto root = std::make_shared<Root>(std::move(listener), bound, secret, timeoutMs);
+  auto root = std::make_shared<Root>(std::move(listener), bound, secret, timeoutMs, lateGraceMs);
   std::thread([root] {
     try {
       root->run();

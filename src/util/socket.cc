@@ -305,8 +305,18 @@ Socket connectTo(const SocketAddress& addr, Deadline deadline, StopFlags stop, b
   for (;;) {
     Socket s(::socket(addr.sa.sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0));
     if (!s.valid()) raiseErrno("socket");
-    if (dataSocket) setDataOptions(s.fd());
-    else setDeadPeerOptions(s.fd());
+    if (dataSocket) {
+      setDataOptions(s.fd());
+    } else {
+      // Bootstrap and handshake messages are small, and a connector often
+      // sends two in a row with no answer between (the handshake's proof,
+      // then the signed hello; a hello, then the first frame): with Nagle
+      // the second waits for the ACK of the first, which the receiver
+      // delays by up to 40 ms. Accepted sockets set it too (acceptWaiting).
+      int one = 1;
+      setsockopt(s.fd(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+      setDeadPeerOptions(s.fd());
+    }
     setNonBlocking(s.fd());
     int rc = ::connect(s.fd(), &addr.sa, addr.length());
     int e = rc == 0 ? 0 : errno;

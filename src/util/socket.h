@@ -117,8 +117,8 @@ int socketBufferBytes();
 Socket listenOn(const SocketAddress& addr, SocketAddress* bound, int backlog = 128);
 
 // Connects, retrying refused/unreachable attempts until the deadline
-// (weftTimeout) or a stop flag (weftRemoteError). dataSocket: TCP_NODELAY
-// and the data buffer sizes.
+// (weftTimeout) or a stop flag (weftRemoteError). Every socket gets
+// TCP_NODELAY; dataSocket: the data buffer sizes too.
 Socket connectTo(const SocketAddress& addr, Deadline deadline, StopFlags stop, bool dataSocket);
 
 // Waits for one incoming connection. Returns an invalid Socket when the

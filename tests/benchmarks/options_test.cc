@@ -86,6 +86,19 @@ TEST(BenchOptions, Errors) {
   EXPECT_NE(parse({"-i", "0"}).error, "");
 }
 
+// Found by the bench_flags fuzz target: -e near 2^64 with the default 1M
+// step asked for ~10^13 sizes, and the sweep filled memory before it ran.
+TEST(BenchOptions, SweepOfTooManySizesIsRefused) {
+  EXPECT_NE(parse({"-b", "8", "-e", "17777777777777777777"}).error.find("more than"), std::string::npos);
+  EXPECT_NE(parse({"-b", "1", "-e", "1G", "-i", "1"}).error, "");
+  const ParseResult wide = parse({"-b", "8", "-e", "17777777777777777777", "-f", "2"});
+  ASSERT_EQ(wide.error, "");
+  EXPECT_LE(sweepSizes(wide.options).size(), 64u);
+  const ParseResult most = parse({"-b", "0", "-e", std::to_string(kMaxSweepSizes - 1), "-i", "1"});
+  ASSERT_EQ(most.error, "");
+  EXPECT_EQ(sweepSizes(most.options).size(), kMaxSweepSizes);
+}
+
 TEST(BenchOptions, UnsupportedFlagsAreAcceptedAndNoted) {
   ParseResult r = parse({"-C", "1", "-u", "0"});
   ASSERT_EQ(r.error, "");

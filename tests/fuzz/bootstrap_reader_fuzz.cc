@@ -129,6 +129,7 @@ void joinRoot(Harness& h, const SocketAddress& root) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   fuzz::Reader in(data, size);
+  const size_t threadsBefore = fuzz::threadCount();
   Harness h;
   h.nranks = 2 + in.byte() % 2;
   h.toRank0.resize(h.nranks);
@@ -153,5 +154,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   h.toRank0.clear();
   rank0.reset();  // bounded: readers are woken and joined
+  // The root (detached) ended once every rank joined.
+  WEFT_FUZZ_CHECK(fuzz::threadsBackTo(threadsBefore, 5000));
   return 0;
 }

@@ -18,12 +18,27 @@ using namespace weft::bootstrap_wire;
 
 namespace {
 
-constexpr int64_t kRootTimeoutMs = 100;
+// The root's timeout is chosen per input, once the input is read: a job that
+// the hellos make complete gets a long one, so the root must send the table
+// even on a loaded machine; an incomplete job can only end in a timeout, so
+// it gets a short one (and some connections then arrive after it, at a root
+// serving late ranks or already gone). Either way every input ends in tens
+// of milliseconds instead of waiting out a fixed deadline.
+constexpr int64_t kCompleteJobTimeoutMs = 3000;
+constexpr int64_t kIncompleteJobTimeoutMs = 20;
+constexpr int64_t kLateGraceMs = 20;
+
+// One connection as the input describes it (read before any is opened).
+struct Plan {
+  uint8_t mode = 0;            // 0-4 signed hello, 5 unsigned hello, 6 raw bytes, 7 nothing
+  std::vector<uint8_t> raw;    // modes 5 and 6
+  RootHello hello{};           // modes 0-4
+  bool signedHello() const { return mode < 5; }
+};
 
 struct Conn {
   fuzz::AuthedConn c;
   bool signedHello = false;
-  RootHello hello{};
 };
 
 RootHello helloFrom(fuzz::Reader& in, int index) {
@@ -38,40 +53,45 @@ RootHello helloFrom(fuzz::Reader& in, int index) {
   return h;
 }
 
-void open(fuzz::Reader& in, const SocketAddress& root, const Secret& secret, int index, Conn* out) {
-  const uint8_t mode = in.byte() % 8;
-  if (mode >= 6) {  // no handshake: raw bytes (or none), then EOF
+Plan planFrom(fuzz::Reader& in, int index) {
+  Plan p;
+  p.mode = in.byte() % 8;
+  if (p.mode >= 6) p.raw = in.bytes(p.mode == 6 ? in.byte() : 0);
+  else if (p.mode == 5) p.raw = in.bytes(sizeof(RootHello) + handshake::kMacBytes);
+  else p.hello = helloFrom(in, index);
+  return p;
+}
+
+void open(const Plan& p, const SocketAddress& root, const Secret& secret, Conn* out) {
+  if (p.mode >= 6) {  // no handshake: raw bytes (or none), then EOF
     Socket s = connectTo(root, Deadline::after(2000), StopFlags{}, false);
-    const auto raw = in.bytes(mode == 6 ? in.byte() : 0);
-    fuzz::sendRaw(s.fd(), raw.data(), raw.size());
+    fuzz::sendRaw(s.fd(), p.raw.data(), p.raw.size());
     return;  // closed here
   }
   out->c = fuzz::connectAuthed(root, secret, handshake::Purpose::kRoot);
-  if (mode == 5) {  // a hello without a valid MAC
-    const auto raw = in.bytes(sizeof(RootHello) + handshake::kMacBytes);
-    fuzz::sendRaw(out->c.sock.fd(), raw.data(), raw.size());
+  if (p.mode == 5) {  // a hello without a valid MAC
+    fuzz::sendRaw(out->c.sock.fd(), p.raw.data(), p.raw.size());
     ::shutdown(out->c.sock.fd(), SHUT_WR);
     return;
   }
-  out->hello = helloFrom(in, index);
-  handshake::sendSigned(out->c.sock.fd(), out->c.session.toAcceptor, &out->hello, sizeof(out->hello),
+  handshake::sendSigned(out->c.sock.fd(), out->c.session.toAcceptor, &p.hello, sizeof(p.hello),
                         Deadline::after(2000), StopFlags{}, "fuzz root");
   out->signedHello = true;
 }
 
 // Whether the signed hellos make one complete job that the root must accept.
-bool completeJob(const std::vector<Conn>& conns) {
+bool completeJob(const std::vector<Plan>& plans) {
   int nranks = -1;
   std::vector<bool> seen;
-  for (const Conn& c : conns) {
-    if (!c.signedHello) continue;
-    if (!rootHelloProblem(c.hello).empty()) return false;
+  for (const Plan& p : plans) {
+    if (!p.signedHello()) continue;
+    if (!rootHelloProblem(p.hello).empty()) return false;
     if (nranks < 0) {
-      nranks = c.hello.nranks;
+      nranks = p.hello.nranks;
       seen.assign(nranks, false);
     }
-    if (c.hello.nranks != nranks || seen[c.hello.rank]) return false;
-    seen[c.hello.rank] = true;
+    if (p.hello.nranks != nranks || seen[p.hello.rank]) return false;
+    seen[p.hello.rank] = true;
   }
   if (nranks < 0) return false;
   for (bool s : seen)
@@ -83,37 +103,45 @@ bool completeJob(const std::vector<Conn>& conns) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   fuzz::Reader in(data, size);
+  const size_t threadsBefore = fuzz::threadCount();
   const Secret secret{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
-  const SocketAddress root = startBootstrapRoot(fuzz::loopback(), secret, kRootTimeoutMs);
-  std::vector<Conn> conns(1 + in.byte() % 4);
+  std::vector<Plan> plans(1 + in.byte() % 4);
+  for (size_t i = 0; i < plans.size(); ++i) plans[i] = planFrom(in, static_cast<int>(i));
+  const bool complete = completeJob(plans);
+  const int64_t timeoutMs = complete ? kCompleteJobTimeoutMs : kIncompleteJobTimeoutMs;
+  const SocketAddress root = startBootstrapRoot(fuzz::loopback(), secret, timeoutMs, kLateGraceMs);
+  std::vector<Conn> conns(plans.size());
   try {
-    for (size_t i = 0; i < conns.size(); ++i) open(in, root, secret, static_cast<int>(i), &conns[i]);
+    for (size_t i = 0; i < plans.size(); ++i) open(plans[i], root, secret, &conns[i]);
   } catch (const Error&) {
     // The root may already have timed out and closed its listener.
   }
-  const bool complete = completeJob(conns);
-  for (Conn& c : conns) {
+  for (size_t i = 0; i < conns.size(); ++i) {
+    Conn& c = conns[i];
     if (!c.signedHello) continue;
+    const RootHello& hello = plans[i].hello;
     fuzz::RootAnswer a;
-    const bool answered = fuzz::readRootAnswer(c.c, c.hello.nranks, kRootTimeoutMs + 3000, &a);
+    const bool answered = fuzz::readRootAnswer(c.c, hello.nranks, timeoutMs + 3000, &a);
     if (complete) {
       // Accepted, or (a machine too loaded to finish within the root's
       // deadline) told it timed out; never refused or left unanswered.
       WEFT_FUZZ_CHECK(answered && (a.reply.status == kRootOk || a.reply.status == kRootTimedOut));
       if (a.reply.status != kRootOk) continue;
-      WEFT_FUZZ_CHECK(a.reply.nranks == c.hello.nranks);
-      for (const Conn& o : conns)
-        if (o.signedHello) WEFT_FUZZ_CHECK(memcmp(&a.table[o.hello.rank], &o.hello.listen, sizeof(SocketAddress)) == 0);
+      WEFT_FUZZ_CHECK(a.reply.nranks == hello.nranks);
+      for (const Plan& o : plans)
+        if (o.signedHello())
+          WEFT_FUZZ_CHECK(memcmp(&a.table[o.hello.rank], &o.hello.listen, sizeof(SocketAddress)) == 0);
     } else if (answered) {
       WEFT_FUZZ_CHECK(a.reply.magic == kRootReplyMagic);
     }
   }
   conns.clear();
   // The root ends once every connection is answered or gone.
-  const Deadline bound = Deadline::after(kRootTimeoutMs + 5000);
+  const Deadline bound = Deadline::after(timeoutMs + kLateGraceMs + 5000);
   while (bootstrapRootRunningAt(root)) {
     WEFT_FUZZ_CHECK(!bound.passed());
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
+  WEFT_FUZZ_CHECK(fuzz::threadsBackTo(threadsBefore, 5000));
   return 0;
 }

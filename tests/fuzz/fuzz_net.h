@@ -3,7 +3,11 @@
 // authenticated peer would) and read the root's signed reply.
 #pragma once
 
+#include <dirent.h>
 #include <sys/socket.h>
+
+#include <chrono>
+#include <thread>
 
 #include <string>
 #include <vector>
@@ -65,6 +69,30 @@ inline bool readRootAnswer(AuthedConn& c, int nranks, int64_t ms, RootAnswer* ou
                                     out->table.size() * sizeof(SocketAddress), tag)) {
     fprintf(stderr, "the root's reply failed its MAC\n");
     abort();
+  }
+  return true;
+}
+
+// Threads of this process now (entries of /proc/self/task).
+inline size_t threadCount() {
+  size_t n = 0;
+  if (DIR* d = opendir("/proc/self/task")) {
+    while (const dirent* e = readdir(d))
+      if (e->d_name[0] != '.') ++n;
+    closedir(d);
+  }
+  return n;
+}
+
+// Whether the thread count fell back to `baseline` within ms. A detached
+// thread (the bootstrap root's) still runs its thread-local destructors
+// after it says it is done; the leak check that follows an input must not
+// run before they did, or it reports their memory as lost.
+inline bool threadsBackTo(size_t baseline, int64_t ms) {
+  const Deadline d = Deadline::after(ms);
+  while (threadCount() > baseline) {
+    if (d.passed()) return false;
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
   }
   return true;
 }

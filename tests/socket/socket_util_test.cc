@@ -1,4 +1,7 @@
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
 
 #include <atomic>
 #include <chrono>
@@ -158,6 +161,27 @@ TEST(SocketUtil, ConnectToClosedPortTimesOut) {
     ADD_FAILURE() << "connected to a closed port";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), weftTimeout);
+  }
+}
+
+// Bootstrap connections (dataSocket false) carry small messages sent back to
+// back (a handshake proof, then a signed hello): without TCP_NODELAY the
+// second waited for the delayed ACK of the first, 40 ms per connection.
+TEST(SocketUtil, EveryConnectedSocketHasNagleOff) {
+  SocketAddress lo = SocketAddress::parse("127.0.0.1:1", "test");
+  lo.setPort(0);
+  SocketAddress bound;
+  Socket listener = listenOn(lo, &bound);
+  for (bool dataSocket : {false, true}) {
+    Socket client = connectTo(bound, Deadline::after(2000), StopFlags{}, dataSocket);
+    Socket server = acceptFrom(listener, Deadline::after(2000), StopFlags{}, nullptr);
+    ASSERT_TRUE(server.valid());
+    for (int fd : {client.fd(), server.fd()}) {
+      int v = 0;
+      socklen_t len = sizeof(v);
+      ASSERT_EQ(getsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &v, &len), 0);
+      EXPECT_NE(v, 0) << (fd == client.fd() ? "connected" : "accepted") << " socket, dataSocket=" << dataSocket;
+    }
   }
 }
 
