@@ -66,6 +66,11 @@ struct CostInputs {
   // communicators of exactly measuredRanks ranks on measuredHosts hosts; 0: none.
   int measuredRanks = 0;
   int measuredHosts = 0;
+  // The smallest call (nccl-tests bytes) that runs single-copy on registered
+  // buffers (algorithms/direct.h), as weft-tune --registered measured it;
+  // 0: not measured (WEFT_DIRECT_MIN_BYTES's default applies). A setting
+  // WEFT_DIRECT_MIN_BYTES given explicitly wins over it.
+  uint64_t directMinBytes = 0;
   // Per algorithm, indexed by AlgoId; every slot starts neutral.
   AlgoCalibration calib[kMaxAlgos];
 

@@ -243,6 +243,25 @@ if w is not None and bidir:
 g = get("allreduce", "tcp", "2", "gloo", M64, "bw")
 if w is not None and g:
     show("TCP 2p 64M busbw vs Gloo (%.2f)" % g, "%.2fx" % (w / g), "(info)", None)
+# ReduceScatter and AllGather at the targets' sizes: no target of their own,
+# reported so that a change made for AllReduce shows what it did to them.
+for coll in ("reduce_scatter", "allgather"):
+    if coll not in colls:
+        continue
+    for net, np in (("shm", "2"), ("shm", "4"), ("tcp", "2")):
+        if net not in nets or np not in nps:
+            continue
+        for size, what in ((8, "t"), (K64, "bw"), (M1, "bw"), (M64, "bw")):
+            label = "%s %s %sp %s" % (coll, net, np, wp.human_size(size))
+            for peer in ("weft", "weftreg"):
+                wv, mv = get(coll, net, np, peer, size, what), best_mpi(coll, net, np, size, what)
+                if wv is None or not mv:
+                    continue
+                name = label + (" registered" if peer == "weftreg" else "")
+                if what == "t":
+                    show("%s vs Open MPI (%.1f us)" % (name, mv), "%.1f us = %.2fx" % (wv, wv / mv), "(info)", None)
+                else:
+                    show("%s busbw vs Open MPI (%.2f)" % (name, mv), "%.2f GB/s = %.2fx" % (wv, wv / mv), "(info)", None)
 PY
 
 for f in "$out"/*.err; do

@@ -21,8 +21,15 @@ int64_t idTimeoutMs() { return settings::get(settings::kTimeoutMs); }
 
 // Waits (bounded) until no operation of comm is queued or running.
 bool drain(weftComm* comm, int64_t timeoutMs) {
-  std::unique_lock<std::mutex> lock(comm->inflightMutex);
-  return comm->inflightCv.wait_for(lock, std::chrono::milliseconds(timeoutMs), [comm] { return comm->inflight == 0; });
+  auto idle = [comm] { return comm->inflight.load(std::memory_order_acquire) == 0; };
+  const int64_t deadline = nowNs() + timeoutMs * 1000000;
+  for (;;) {
+    if (idle()) return true;
+    const int64_t left = deadline - nowNs();
+    if (left <= 0) return false;
+    const uint32_t seen = comm->inflightBell.seq.load(std::memory_order_acquire);
+    sleepUnless(&comm->inflightBell, seen, std::min<int64_t>(left, 10 * 1000 * 1000), idle);
+  }
 }
 
 }  // namespace

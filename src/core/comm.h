@@ -19,6 +19,7 @@
 #include "src/kernels/reduce.h"
 #include "src/topology/comm_topo.h"
 #include "src/topology/rings.h"
+#include "src/util/doorbell.h"
 #include "src/util/settings.h"
 #include "transports/registry.h"
 #include "transports/shm/shm_segment.h"
@@ -135,10 +136,11 @@ struct weftComm {
   // The error was claimed by claimAsyncError and its text is still to come.
   bool errorClaimed = false;
 
-  // Operations enqueued on host streams and not yet finished.
-  std::mutex inflightMutex;
-  std::condition_variable inflightCv;
-  int inflight = 0;
+  // Operations submitted (blocking or on host streams) and not yet
+  // finished: an atomic count, so that a call's hand-off takes no lock;
+  // inflightBell is rung when it drops to zero (weftCommDestroy waits).
+  std::atomic<int> inflight{0};
+  weft::Doorbell inflightBell;
 
   std::mutex redOpMutex;
   std::vector<weft::UserRedOp> userOps;  // index = op - weftNumOps

@@ -56,6 +56,18 @@ bool validName(const BufName& n) {
          strncmp(n.name, kMemSegmentPrefix, strlen(kMemSegmentPrefix)) == 0;
 }
 
+// WEFT_DIRECT_MIN_BYTES where it was given (environment or a settings
+// file); else a tune file's measured threshold for this shape; else the
+// setting's default.
+uint64_t directMinBytesFor(const weftComm& comm) {
+  const uint64_t setting = uint64_t(std::max<int64_t>(comm.config.get(settings::kDirectMinBytes), 0));
+  if (comm.config.value(settings::kDirectMinBytes.id).source.kind != settings::Source::Default) return setting;
+  const algo::CostInputs& in = comm.costBase;
+  if (in.directMinBytes > 0 && in.measuredRanks == comm.nranks && in.measuredHosts == in.nHosts)
+    return in.directMinBytes;
+  return setting;
+}
+
 }  // namespace
 
 uint64_t sendBytesOf(const OpDesc& op, int nranks) {
@@ -174,7 +186,7 @@ void setUpDirect(weftComm* comm, int nHosts) {
   if (comm->nranks == 1 || nHosts > 1) return;
   const bool on = comm->config.get(settings::kDirect) && !comm->config.get(settings::kShmDisable);
   RegionName me;
-  me.minBytes = uint64_t(std::max<int64_t>(comm->config.get(settings::kDirectMinBytes), 0));
+  me.minBytes = directMinBytesFor(*comm);
   ShmSegment own;
   if (on) {
     try {

@@ -36,6 +36,10 @@ class DirectComm final : public DirectAccess {
 
   // Whether op is a candidate at all (the same answer on every rank).
   bool candidate(const OpDesc& op) const;
+  // The smallest call that is a candidate (nccl-tests bytes). A change
+  // must be made alike on every rank (weft-tune forces it per communicator).
+  uint64_t minBytes() const { return minBytes_; }
+  void setMinBytes(uint64_t b) { minBytes_ = b; }
   // The handshake; on true, `buffers` holds every rank's buffers as mapped
   // here. Every rank returns the same.
   bool agree(const OpDesc& op, const PinnedBuffers& mine);

@@ -60,9 +60,12 @@ weftResult_t runGuarded(weftComm_t comm, const std::vector<OpDesc>& ops) {
 }
 
 void inflightAdd(weftComm_t comm, int delta) {
-  std::lock_guard<std::mutex> lock(comm->inflightMutex);
-  comm->inflight += delta;
-  if (comm->inflight == 0) comm->inflightCv.notify_all();
+  if (comm->inflight.fetch_add(delta, std::memory_order_acq_rel) + delta == 0 && delta < 0) {
+    // A drain (api_init.cc) may sleep on the bell; ringIfSleeping after the
+    // fence cannot miss a sleeper that re-checks the count (sleepUnless).
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    ringIfSleeping(&comm->inflightBell);
+  }
 }
 
 // Several communicators in one group (one thread driving several ranks)

@@ -2,6 +2,7 @@
 
 #include <sched.h>
 
+#include <mutex>
 #include <set>
 
 #include "src/util/clock.h"
@@ -11,52 +12,35 @@ namespace {
 // How long a caller waiting in synchronize, or a worker waiting for work,
 // yields before it sleeps, for work from busy-polling ranks.
 constexpr int64_t kBusyRankYieldNs = 100 * 1000;
+// The longest sleep of an idle worker: it re-checks for work and for stop.
+constexpr int64_t kWorkerSleepSliceNs = 50 * 1000 * 1000;
 }  // namespace
 
 HostStream::HostStream() : worker_([this] { loop(); }) {}
 
 HostStream::~HostStream() {
-  {
-    std::unique_lock<std::mutex> lock(mutex_);
-    stop_ = true;
-  }
-  workCv_.notify_all();
+  queue_.stop();
   worker_.join();
 }
 
-void HostStream::enqueue(std::function<weftResult_t()> task, bool busyRank) {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    queue_.push_back(std::move(task));
-    pending_.fetch_add(1, std::memory_order_relaxed);
-    busyRank_.store(busyRank, std::memory_order_relaxed);
-  }
-  workCv_.notify_one();
-}
-
 void HostStream::loop() {
-  std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
-    if (queue_.empty() && !stop_ && busyRank_.load(std::memory_order_relaxed)) {
+    if (queue_.runOne()) continue;
+    if (queue_.stopping()) {
+      // Stop was asked after the caller's last enqueue: what is queued
+      // now is all there will be.
+      while (queue_.runOne()) {
+      }
+      return;
+    }
+    if (queue_.lastFromBusyRank()) {
       // Busy-polling ranks: the next call often follows within microseconds;
       // yielding for a while picks it up without a futex wake-up.
-      lock.unlock();
       const int64_t until = nowNs() + kBusyRankYieldNs;
-      while (pending_.load(std::memory_order_acquire) == 0 && nowNs() < until) sched_yield();
-      lock.lock();
+      while (queue_.inFlight() == 0 && !queue_.stopping() && nowNs() < until) sched_yield();
+      if (queue_.inFlight() != 0) continue;
     }
-    workCv_.wait(lock, [this] { return stop_ || !queue_.empty(); });
-    if (queue_.empty()) return;  // stop requested and nothing left
-    auto task = std::move(queue_.front());
-    queue_.pop_front();
-    running_ = true;
-    lock.unlock();
-    weftResult_t r = task();
-    lock.lock();
-    running_ = false;
-    if (r != weftSuccess && error_ == weftSuccess) error_ = r;
-    pending_.fetch_sub(1, std::memory_order_release);
-    if (queue_.empty()) idleCv_.notify_all();
+    queue_.waitForWork(kWorkerSleepSliceNs);
   }
 }
 
@@ -70,19 +54,14 @@ void HostStream::loop() {
 // collective on a virtual machine. Work from ranks that share cores skips
 // that: a yielding caller would take turns from the ranks themselves.
 weftResult_t HostStream::synchronize() {
-  if (busyRank_.load(std::memory_order_relaxed)) {
-    const int64_t until = nowNs() + kBusyRankYieldNs;
-    while (pending_.load(std::memory_order_acquire) > 0 && nowNs() < until) sched_yield();
-  }
-  std::unique_lock<std::mutex> lock(mutex_);
-  idleCv_.wait(lock, [this] { return queue_.empty() && !running_; });
-  return error_;
+  queue_.waitIdleFor(queue_.lastFromBusyRank() ? kBusyRankYieldNs : 0, 0);
+  return queue_.error();
 }
 
 weftResult_t HostStream::query() {
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (!queue_.empty() || running_) return error_ != weftSuccess ? error_ : weftInProgress;
-  return error_;
+  const weftResult_t e = queue_.error();
+  if (queue_.inFlight() > 0) return e != weftSuccess ? e : weftInProgress;
+  return e;
 }
 
 namespace {

@@ -1,14 +1,13 @@
 // Host streams: ordered queues of host-buffer work, each run by its own
-// worker thread, so the caller can overlap compute with communication.
+// worker thread, so the caller can overlap compute with communication. The
+// queue is a ring of task slots (src/core/host_task_queue.h): queuing a call
+// allocates nothing and takes no lock.
 #pragma once
 
-#include <atomic>
-#include <condition_variable>
-#include <deque>
-#include <functional>
-#include <mutex>
 #include <thread>
+#include <utility>
 
+#include "src/core/host_task_queue.h"
 #include "weft/weft.h"
 
 namespace weft {
@@ -18,31 +17,23 @@ class HostStream {
   HostStream();
   ~HostStream();  // finishes queued work first
 
-  // Queues `task`; it runs after everything queued before it. A task returns
-  // its result; the first failure is remembered and reported by
-  // synchronize/query. `busyRank`: the task's communicator busy-polls
-  // (weftComm::busyPoll), so its ranks have a core each and work queued here
-  // finishes soon; synchronize then yields while it waits (below).
-  void enqueue(std::function<weftResult_t()> task, bool busyRank = false);
+  // Queues `task` (a callable returning weftResult_t, stored in the queue's
+  // slot); it runs after everything queued before it. The first failure is
+  // remembered and reported by synchronize/query. `busyRank`: the task's
+  // communicator busy-polls (weftComm::busyPoll), so its ranks have a core
+  // each and work queued here finishes soon; synchronize then yields while
+  // it waits (host_stream.cc).
+  template <class F>
+  void enqueue(F&& task, bool busyRank = false) {
+    queue_.push(std::forward<F>(task), busyRank);
+  }
   weftResult_t synchronize();
   weftResult_t query();
 
  private:
   void loop();
 
-  std::mutex mutex_;
-  // Two conditions, so that neither side is woken for the other's event:
-  // the worker per enqueued task, a synchronizer only when all is done.
-  std::condition_variable workCv_;
-  std::condition_variable idleCv_;
-  std::deque<std::function<weftResult_t()>> queue_;
-  // Tasks queued or running, and whether the last one queued came from a
-  // busy-polling rank: read without the lock by synchronize's first phase.
-  std::atomic<int> pending_{0};
-  std::atomic<bool> busyRank_{false};
-  bool running_ = false;  // a task is executing
-  bool stop_ = false;
-  weftResult_t error_ = weftSuccess;
+  HostTaskQueue queue_;
   std::thread worker_;
 };
 

@@ -76,6 +76,12 @@ void readTune(std::istream& f, const std::string& path, algo::CostInputs* in) {
     if (values.size() != 1)
       raise(weftInvalidArgument, "%s:%d: expected '%s <number>'", path.c_str(), lineNo, key.c_str());
     const double v = number(path, lineNo, key, values[0]);
+    if (key == "direct_min_bytes") {
+      if (v != double(uint64_t(v)) || v < 1)
+        raise(weftInvalidArgument, "%s:%d: %s must be a positive integer", path.c_str(), lineNo, key.c_str());
+      read.directMinBytes = uint64_t(v);
+      continue;
+    }
     if (key == "measured.nranks" || key == "measured.nhosts") {
       if (v != double(int(v)) || v < 1 || v > 1 << 20)
         raise(weftInvalidArgument, "%s:%d: %s must be a positive integer", path.c_str(), lineNo, key.c_str());
@@ -89,10 +95,11 @@ void readTune(std::istream& f, const std::string& path, algo::CostInputs* in) {
       raise(weftInvalidArgument, "%s:%d: %s must be positive", path.c_str(), lineNo, key.c_str());
     *field = v;
   }
-  bool anyCurve = false;
+  bool anyCurve = read.directMinBytes > 0;
   for (const auto& c : read.calib) anyCurve |= c.measured.nPoints > 0;
   if (anyCurve && (read.measuredRanks == 0 || read.measuredHosts == 0))
-    raise(weftInvalidArgument, "%s: measured curves need measured.nranks and measured.nhosts", path.c_str());
+    raise(weftInvalidArgument, "%s: measured curves and direct_min_bytes need measured.nranks and measured.nhosts",
+          path.c_str());
   *in = read;
 }
 
@@ -120,6 +127,10 @@ void saveTuneFile(const std::string& path, const algo::CostInputs& in, const std
       const algo::MeasuredCurve& c = in.calibration(algo::AlgoId(a)).measured;
       for (int i = 0; i < c.nPoints; i++)
         f << "measured." << algo::algoName(algo::AlgoId(a)) << " " << c.bytes[i] << " " << c.us[i] << "\n";
+    }
+    if (in.directMinBytes > 0) {
+      f << "# registered buffers of this shape: single-copy from this size (weft-tune --registered)\n";
+      f << "direct_min_bytes " << in.directMinBytes << "\n";
     }
   }
   if (!f) raise(weftSystemError, "writing tune file %s failed", path.c_str());

@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <cstdlib>
 #include <thread>
+
+#include <unistd.h>
 #include <vector>
 
 #include "src/core/comm.h"
@@ -219,6 +221,32 @@ TEST_F(Registration, DeregisterWhileInUseIsRefused) {
   });
   EXPECT_EQ(out, "");
   EXPECT_EQ(directCalls(t.comm(0)), 1u);
+}
+
+// weft-tune --registered writes the single-copy threshold it measured
+// (direct_min_bytes) into the tune file: communicators of the measured shape
+// take it; WEFT_DIRECT_MIN_BYTES, where set, still wins; other shapes keep
+// the setting's default.
+TEST_F(Registration, TuneFileThresholdForItsShapeUnlessTheSettingIsSet) {
+  char path[] = "/tmp/weft-direct-tune-XXXXXX";
+  const int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  const char text[] = "measured.nranks 2\nmeasured.nhosts 1\ndirect_min_bytes 12345\n";
+  ASSERT_EQ(write(fd, text, sizeof(text) - 1), ssize_t(sizeof(text) - 1));
+  close(fd);
+  setenv("WEFT_TUNE_FILE", path, 1);
+  unsetenv("WEFT_DIRECT_MIN_BYTES");
+  auto threshold = [](int n) -> uint64_t {
+    ThreadRanks t(n);
+    if (t.status() != weftSuccess || !t.comm(0)->direct) return 0;
+    return t.comm(0)->direct->minBytes();
+  };
+  EXPECT_EQ(threshold(2), 12345u);
+  EXPECT_EQ(threshold(3), 256u * 1024) << "another shape: the default";
+  setenv("WEFT_DIRECT_MIN_BYTES", "4096", 1);
+  EXPECT_EQ(threshold(2), 4096u) << "the setting given wins";
+  unsetenv("WEFT_TUNE_FILE");
+  unlink(path);
 }
 
 }  // namespace

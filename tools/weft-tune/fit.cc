@@ -95,8 +95,25 @@ algo::CostInputs mergeCalibrations(const std::vector<algo::CostInputs>& runs) {
     for (int k = 0; k < curve(out, a).nPoints; k++)
       curve(out, a).us[k] = med([a, k](const algo::CostInputs& r) { return curve(r, a).us[k]; });
   }
+  // The single-copy threshold: the median of the runs that measured one.
+  std::vector<double> thresholds;
+  for (const auto& r : runs)
+    if (r.directMinBytes > 0) thresholds.push_back(double(r.directMinBytes));
+  out.directMinBytes = thresholds.empty() ? 0 : uint64_t(medianOf(thresholds));
   scaleByWorstRegret(runs, &out);
   return out;
+}
+
+uint64_t directThreshold(const std::vector<SweepPoint>& points, size_t nAlgos) {
+  uint64_t from = kDirectNever;
+  for (size_t i = points.size(); i-- > 0;) {
+    const SweepPoint& p = points[i];
+    if (p.medianUs.size() <= nAlgos) break;
+    const double best = *std::min_element(p.medianUs.begin(), p.medianUs.begin() + long(nAlgos));
+    if (p.medianUs[nAlgos] > best) break;
+    from = p.bytes;
+  }
+  return from;
 }
 
 std::vector<double> smoothLogLog(const std::vector<double>& us) {

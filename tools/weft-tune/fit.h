@@ -4,6 +4,7 @@
 // of the measured shape use).
 #pragma once
 
+#include <cstdint>
 #include <vector>
 
 #include "algorithms/cost_model.h"
@@ -38,6 +39,14 @@ std::vector<algo::AlgoId> calibratedAlgos();
 // selector picks the algorithm that was never far from the best (minimax
 // regret). Throws std::invalid_argument when shapes or sizes differ.
 algo::CostInputs mergeCalibrations(const std::vector<algo::CostInputs>& runs);
+
+// The threshold a communicator's single-copy path starts at (weft-tune
+// --registered, CostInputs::directMinBytes): the smallest measured size from
+// which the direct column (points[i].medianUs[nAlgos]) is at least as fast
+// as every algorithm at that size and every larger one; kDirectNever when
+// it loses at the largest.
+inline constexpr uint64_t kDirectNever = uint64_t(1e15);
+uint64_t directThreshold(const std::vector<SweepPoint>& points, size_t nAlgos);
 
 algo::CostInputs fitCostInputs(const algo::CostInputs& start, const std::vector<SweepPoint>& points, bool network);
 

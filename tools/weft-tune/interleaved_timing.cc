@@ -5,6 +5,7 @@
 #include <cmath>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace weft::tune {
 namespace {
@@ -21,11 +22,55 @@ double nowUs() {
 // Small integers, so that every sum over ranks is exact in float32.
 float inputAt(size_t i, int rank) { return float((i * 7 + size_t(rank) * 3) % 16); }
 
+// A rank's input and output buffers: vectors, or weftMemAlloc memory
+// registered with every timed communicator.
+class Buffers {
+ public:
+  Buffers(size_t count, const std::vector<weftComm_t>* registerWith) {
+    if (!registerWith) {
+      in_.resize(count);
+      out_.resize(count);
+      inPtr_ = in_.data();
+      outPtr_ = out_.data();
+      return;
+    }
+    registered_ = true;
+    void* p = nullptr;
+    check(weftMemAlloc(&p, count * sizeof(float)), "weftMemAlloc");
+    inPtr_ = static_cast<float*>(p);
+    check(weftMemAlloc(&p, count * sizeof(float)), "weftMemAlloc");
+    outPtr_ = static_cast<float*>(p);
+    for (weftComm_t c : *registerWith)
+      for (float* b : {inPtr_, outPtr_}) {
+        void* h = nullptr;
+        check(weftCommRegister(c, b, count * sizeof(float), &h), "weftCommRegister");
+        handles_.push_back({c, h});
+      }
+  }
+  ~Buffers() {
+    if (!registered_) return;
+    for (auto [c, h] : handles_) weftCommDeregister(c, h);
+    weftMemFree(inPtr_);
+    weftMemFree(outPtr_);
+  }
+  Buffers(const Buffers&) = delete;
+  Buffers& operator=(const Buffers&) = delete;
+  float* in() { return inPtr_; }
+  float* out() { return outPtr_; }
+
+ private:
+  std::vector<float> in_, out_;
+  float* inPtr_ = nullptr;
+  float* outPtr_ = nullptr;
+  bool registered_ = false;
+  std::vector<std::pair<weftComm_t, void*>> handles_;
+};
+
 class Rank {
  public:
-  Rank(weftComm_t sync, int rank, int nranks, size_t maxCount)
-      : sync_(sync), rank_(rank), nranks_(nranks), in_(maxCount), out_(maxCount) {
-    for (size_t i = 0; i < maxCount; i++) in_[i] = inputAt(i, rank);
+  Rank(weftComm_t sync, int rank, int nranks, size_t maxCount, const std::vector<weftComm_t>* registerWith)
+      : sync_(sync), rank_(rank), nranks_(nranks), buf_(maxCount, registerWith) {
+    for (size_t i = 0; i < maxCount; i++) buf_.in()[i] = inputAt(i, rank);
   }
 
   void barrier() {
@@ -42,18 +87,19 @@ class Rank {
     barrier();
     const double t0 = nowUs();
     for (int i = 0; i < iters; i++)
-      check(weftAllReduce(in_.data(), out_.data(), count, weftFloat32, weftSum, c, nullptr), "timed AllReduce");
+      check(weftAllReduce(buf_.in(), buf_.out(), count, weftFloat32, weftSum, c, nullptr), "timed AllReduce");
     return (nowUs() - t0) / iters;
   }
 
   long wrongElements(weftComm_t c, size_t count) {
-    std::fill(out_.begin(), out_.begin() + count, std::nanf(""));
-    check(weftAllReduce(in_.data(), out_.data(), count, weftFloat32, weftSum, c, nullptr), "checked AllReduce");
+    float* out = buf_.out();
+    std::fill(out, out + count, std::nanf(""));
+    check(weftAllReduce(buf_.in(), out, count, weftFloat32, weftSum, c, nullptr), "checked AllReduce");
     long wrong = 0;
     for (size_t i = 0; i < count; i++) {
       double expect = 0;
       for (int r = 0; r < nranks_; r++) expect += inputAt(i, r);
-      wrong += out_[i] != float(expect);
+      wrong += out[i] != float(expect);
     }
     return wrong;
   }
@@ -62,7 +108,7 @@ class Rank {
   weftComm_t sync_;
   int rank_;
   int nranks_;
-  std::vector<float> in_, out_;
+  Buffers buf_;
 };
 
 }  // namespace
@@ -84,7 +130,7 @@ std::vector<size_t> sweepSizes(size_t min, size_t max, double factor) {
 std::vector<SweepPoint> sweepAllReduce(weftComm_t sync, const std::vector<weftComm_t>& timed, int rank, int nranks,
                                        const SweepOptions& o) {
   const size_t maxBytes = o.sizes.empty() ? 4 : *std::max_element(o.sizes.begin(), o.sizes.end());
-  Rank me(sync, rank, nranks, std::max<size_t>(1, maxBytes / sizeof(float)));
+  Rank me(sync, rank, nranks, std::max<size_t>(1, maxBytes / sizeof(float)), o.registered ? &timed : nullptr);
   const size_t nc = timed.size();
   std::vector<SweepPoint> points;
   for (size_t bytes : o.sizes) {
@@ -116,6 +162,7 @@ std::vector<SweepPoint> sweepAllReduce(weftComm_t sync, const std::vector<weftCo
       std::vector<double> mine;
       for (int r = 0; r < rounds; r++) mine.push_back(samples[size_t(r) * nc + k]);
       p.medianUs.push_back(median(mine));
+      p.samplesUs.push_back(std::move(mine));
     }
     std::vector<double> wrong(nc);
     for (size_t k = 0; k < nc; k++) wrong[k] = double(me.wrongElements(timed[k], count));

@@ -19,12 +19,17 @@ struct SweepOptions {
   std::vector<size_t> sizes;  // bytes of float32 data per AllReduce
   int rounds = 15;  // doubled where a sample is a single call
   double sampleUs = 20000;  // target duration of one sample
+  // Buffers from weftMemAlloc, registered with every timed communicator:
+  // calls may run single-copy (algorithms/direct.h) where a communicator's
+  // threshold lets them.
+  bool registered = false;
 };
 
 struct SweepPoint {
   size_t bytes = 0;
   int iters = 0;                  // calls per sample
   std::vector<double> medianUs;   // per timed communicator
+  std::vector<std::vector<double>> samplesUs;  // per timed communicator, per round (same round: back to back)
   std::vector<long> wrong;        // elements off the exact sum, all ranks, per communicator
 };
 
