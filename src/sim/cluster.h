@@ -7,12 +7,17 @@
 // the fewest-hops route between the two switches (a top-of-rack uplink to a
 // spine carries every flow between its rack and the others: oversubscription
 // is that link's bandwidth), and the receiving NIC's link down. NICs without
-// a switch are joined directly (each NIC's up and down link only).
+// a switch are joined directly (each NIC's up and down link only). Which
+// NIC a rank's transfer uses depends on its connection (the channel): each
+// rank chooses its NICs as the IB transport does (transports/ib/nic_choice.h:
+// the closest NICs, spread by local rank, channel c on rails[c % rails]).
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
+
+#include "transports/ib/nic_choice.h"
 
 namespace weft::sim {
 
@@ -23,7 +28,10 @@ struct Cluster {
   std::vector<double> linkLatUs;  // latency a transfer pays for crossing it
   std::vector<std::string> linkName;
   std::vector<int> rankOut, rankIn;  // per rank: its own links inside the host
-  std::vector<int> rankNic;          // per rank: the NIC its network traffic uses
+  // Per rank: its NIC choice (ib::chooseNics: rails index its host's
+  // hostNics; no rails when the host has none).
+  std::vector<ib::NicChoice> rankNics;
+  std::vector<std::vector<int>> hostNics;  // per host: its NICs (indices into nicUp)
   std::vector<int> nicUp, nicDown;   // per NIC: NIC -> fabric, fabric -> NIC
   std::vector<int> nicHost;          // per NIC: its host
   std::vector<int> nicSwitch;        // per NIC: its switch, -1 when NICs are joined directly
@@ -33,14 +41,23 @@ struct Cluster {
   double stepOverheadUs = 0;  // per step a rank runs (executor hand-off)
 
   int addLink(double gbs, double latUs, std::string name);
-  // Appends the links a transfer from rank a to rank b crosses.
-  void route(int a, int b, std::vector<int>* links) const;
+  // Rank `rank` (the next one: ranks are added in order), local index
+  // `localRank` on its host, chooses among `ports` (its host's hostNics, in
+  // order) as the IB transport would.
+  void addRankNics(int localRank, const std::vector<ib::NicCandidate>& ports);
+  // The NIC (index into nicUp) rank r's connection `conn` uses: the IB
+  // transport's nicForChannel; -1 when its host has none.
+  int nicOf(int r, int conn) const;
+  // Appends the links a transfer from rank a to rank b on connection
+  // `conn` crosses.
+  void route(int a, int b, int conn, std::vector<int>* links) const;
   int hosts() const;
 };
 
 // H hosts of layout[h] ranks, each rank with its own intra link, K NICs per
-// host (rank -> NIC by local index mod K) joined directly: the command
-// line's cluster.
+// host joined directly, all equally close to every rank (the IB transport's
+// choice then starts local rank l at NIC l mod K and gives channel c NIC
+// (l + c) mod K): the command line's cluster.
 struct SimpleCluster {
   std::vector<int> layout;
   double intraGBs = 100, intraLatUs = 1;

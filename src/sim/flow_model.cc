@@ -203,7 +203,7 @@ class Model {
       f.bytes = f.remaining = double(s.count) * plans_[size_t(planOf_[size_t(x.rank)])].elemSize;
       f.last = t;
       f.linkBegin = uint32_t(flowLinks_.size());
-      c_.route(x.rank, s.sendPeer[k], &flowLinks_);
+      c_.route(x.rank, s.sendPeer[k], s.conn, &flowLinks_);
       f.linkCount = uint32_t(flowLinks_.size() - f.linkBegin);
       const int id = int(flows_.size());
       for (uint32_t j = 0; j < f.linkCount; j++) {

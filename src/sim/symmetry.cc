@@ -62,14 +62,20 @@ std::vector<int> linkImage(const Cluster& c, const std::vector<int>& to) {
     if (!hosts.map(c.hostOf[size_t(r)], c.hostOf[size_t(s)]) || !links.map(c.rankOut[size_t(r)], c.rankOut[size_t(s)]) ||
         !links.map(c.rankIn[size_t(r)], c.rankIn[size_t(s)]))
       return {};
-    const int a = c.rankNic[size_t(r)], b = c.rankNic[size_t(s)];
-    if (!nics.map(a, b)) return {};
-    if (a < 0) continue;
-    if (!links.map(c.nicUp[size_t(a)], c.nicUp[size_t(b)]) || !links.map(c.nicDown[size_t(a)], c.nicDown[size_t(b)]))
-      return {};
-    const int sa = c.nicSwitch[size_t(a)], sb = c.nicSwitch[size_t(b)];
-    if (!switches.map(sa, sb)) return {};
-    if (sa >= 0) usedSwitches.push_back(sa);
+    // Every connection's NIC: rail k of r onto rail k of s.
+    const auto& ra = c.rankNics[size_t(r)].rails;
+    const auto& rb = c.rankNics[size_t(s)].rails;
+    if (ra.size() != rb.size()) return {};
+    for (size_t k = 0; k < ra.size(); k++) {
+      const int a = c.hostNics[size_t(c.hostOf[size_t(r)])][size_t(ra[k])];
+      const int b = c.hostNics[size_t(c.hostOf[size_t(s)])][size_t(rb[k])];
+      if (!nics.map(a, b) || !links.map(c.nicUp[size_t(a)], c.nicUp[size_t(b)]) ||
+          !links.map(c.nicDown[size_t(a)], c.nicDown[size_t(b)]))
+        return {};
+      const int sa = c.nicSwitch[size_t(a)], sb = c.nicSwitch[size_t(b)];
+      if (!switches.map(sa, sb)) return {};
+      if (sa >= 0) usedSwitches.push_back(sa);
+    }
   }
   std::sort(usedSwitches.begin(), usedSwitches.end());
   usedSwitches.erase(std::unique(usedSwitches.begin(), usedSwitches.end()), usedSwitches.end());

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "src/topology/topo_file.h"
+#include "transports/ib/nic_locality.h"
 #include "src/util/error.h"
 
 namespace weft::sim {
@@ -97,7 +98,10 @@ SimSection parseSection(const Json& s) {
 
 class Builder {
  public:
-  Builder(const topo::System& sys, const SimSection& s) : sys_(sys), s_(s) {}
+  // hostKeys: per host, its description without its name (empty: none);
+  // hosts described alike have the same distances to their NICs.
+  Builder(const topo::System& sys, const SimSection& s, std::vector<std::string> hostKeys)
+      : sys_(sys), s_(s), hostKeys_(std::move(hostKeys)) {}
 
   TopoCluster build() {
     const int hosts = int(sys_.hosts.size());
@@ -170,6 +174,7 @@ class Builder {
   }
 
   void hostLinks(int h);
+  std::vector<ib::NicCandidate> rankPorts(int h, int gpu, const std::vector<int>& nicNodes);
   void routes();
   void summarize();
 
@@ -179,7 +184,41 @@ class Builder {
   std::map<int, int> switchOf_;  // node -> switch index
   std::vector<std::vector<std::pair<int, int>>> adj_;  // per switch: (neighbour, link)
   std::vector<std::vector<int>> hostNics_;             // per host: cluster NIC indices
+  std::vector<std::string> hostKeys_;
+  std::map<std::string, std::vector<std::optional<ib::PciDistance>>> distances_;  // per host key and GPU
 };
+
+ib::LinkLayer linkLayerOf(const std::string& s) {
+  if (s == "InfiniBand") return ib::LinkLayer::InfiniBand;
+  return s == "Ethernet" ? ib::LinkLayer::Ethernet : ib::LinkLayer::Unknown;
+}
+
+// A rank's view of its host's NICs, as the IB transport measures it
+// (ib::nicDistances: the PCI path from the rank's GPU to each port). The
+// paths are searched over the whole cluster's graph, so hosts described
+// alike share the result (512 hosts x 8 GPUs x 8 NICs would take seconds).
+std::vector<ib::NicCandidate> Builder::rankPorts(int h, int gpu, const std::vector<int>& nicNodes) {
+  const int cudaDev = gpu >= 0 ? sys_.nodes[size_t(gpu)].cudaDev : -1;
+  const std::string key = hostKeys_[size_t(h)].empty() ? "" : hostKeys_[size_t(h)] + "#" + std::to_string(cudaDev);
+  auto it = key.empty() ? distances_.end() : distances_.find(key);
+  if (it == distances_.end()) {
+    std::vector<ib::PortState> states;
+    for (int node : nicNodes) {
+      ib::PortState p;
+      p.dev = sys_.nodes[size_t(node)].ibDevice;
+      p.port = sys_.nodes[size_t(node)].port;
+      states.push_back(p);
+    }
+    it = distances_.emplace(key, ib::nicDistances(&sys_, h, cudaDev, -1, states).distance).first;
+  }
+  std::vector<ib::NicCandidate> ports;
+  for (size_t i = 0; i < nicNodes.size(); i++) {
+    const topo::Node& nic = sys_.nodes[size_t(nicNodes[i])];
+    ports.push_back({sys_.key(nicNodes[i]), linkLayerOf(nic.linkLayer), int(nic.speedGbps * 1000), it->second[i]});
+  }
+  if (key.empty()) distances_.erase(it);
+  return ports;
+}
 
 // The host's ranks (one per GPU, in the file's order) and its NICs that
 // have a net link to a switch.
@@ -187,7 +226,7 @@ void Builder::hostLinks(int h) {
   Cluster& c = out_.cluster;
   const std::string& name = sys_.hosts[size_t(h)];
   const Degraded* d = degradedOf(h);
-  std::vector<int> nics;
+  std::vector<int> nics, nicNodes;
   for (int node : sys_.nodesOf(topo::NodeKind::Nic, h)) {
     for (int li : sys_.linksOf(node)) {
       const auto& l = sys_.links[size_t(li)];
@@ -195,6 +234,7 @@ void Builder::hostLinks(int h) {
       if (l.kind != topo::LinkKind::Net || !switchOf_.count(other)) continue;
       const double bw = l.bw * (d ? d->fraction : 1), lat = netLat(l) + (d ? d->latUs : 0);
       nics.push_back(int(c.nicUp.size()));
+      nicNodes.push_back(node);
       c.nicUp.push_back(c.addLink(bw, lat, sys_.key(node) + ".up"));
       c.nicDown.push_back(c.addLink(bw, 0, sys_.key(node) + ".down"));
       c.nicHost.push_back(h);
@@ -206,6 +246,7 @@ void Builder::hostLinks(int h) {
     raise(weftInvalidArgument, "topology: host '%s' is disconnected: none of its NICs has a net link to a switch",
           name.c_str());
   hostNics_.push_back(nics);
+  c.hostNics.push_back(nics);
   const auto gpus = sys_.nodesOf(topo::NodeKind::Gpu, h);
   for (int l = 0; l < out_.layout[size_t(h)]; l++) {
     const int r = int(c.hostOf.size());
@@ -217,7 +258,7 @@ void Builder::hostLinks(int h) {
     c.hostOf.push_back(h);
     c.rankOut.push_back(c.addLink(bw, lat, name + "/rank" + std::to_string(l) + ".out"));
     c.rankIn.push_back(c.addLink(bw, 0, name + "/rank" + std::to_string(l) + ".in"));
-    c.rankNic.push_back(nics.empty() ? -1 : nics[size_t(l) % nics.size()]);
+    c.addRankNics(l, rankPorts(h, gpus.empty() ? -1 : gpus[size_t(l)], nicNodes));
   }
 }
 
@@ -271,7 +312,7 @@ void Builder::summarize() {
   s.netLatUs = 0;
   if (c.hostOf.size() > 1 && c.hostOf.front() != c.hostOf.back()) {
     std::vector<int> links;
-    c.route(0, int(c.hostOf.size()) - 1, &links);
+    c.route(0, int(c.hostOf.size()) - 1, 0, &links);
     for (int l : links) s.netLatUs += c.linkLatUs[size_t(l)];
   }
 }
@@ -291,7 +332,15 @@ TopoCluster topoClusterFromString(const std::string& text) {
     doc.erase("simulation");
   }
   const topo::System sys = topo::loadString(doc.is_null() ? text : doc.dump());
-  return Builder(sys, section).build();
+  std::vector<std::string> hostKeys(sys.hosts.size());
+  if (doc.is_object() && doc.contains("hosts") && doc["hosts"].is_array() && doc["hosts"].size() == sys.hosts.size())
+    for (size_t h = 0; h < sys.hosts.size(); h++) {
+      Json host = doc["hosts"][h];
+      if (!host.is_object() || host.value("name", "") != sys.hosts[h]) continue;
+      host.erase("name");
+      hostKeys[h] = host.dump();
+    }
+  return Builder(sys, section, std::move(hostKeys)).build();
 }
 
 TopoCluster loadTopoCluster(const std::string& path) {

@@ -11,11 +11,13 @@
 namespace weft::test {
 namespace {
 
-std::vector<plan::Plan> plans(algo::AlgoId a, plan::Coll c, const std::vector<int>& hostOf, uint64_t count) {
+std::vector<plan::Plan> plans(algo::AlgoId a, plan::Coll c, const std::vector<int>& hostOf, uint64_t count,
+                              int channels = 1) {
   algo::CollArgs args;
   args.coll = c;
   args.nranks = int(hostOf.size());
   args.count = count;
+  args.nChannels = channels;
   args.hostOf = hostOf;
   std::vector<plan::Plan> out;
   for (int r = 0; r < args.nranks; r++) {
@@ -120,6 +122,30 @@ TEST(SimFlowModel, DoubleTreeAtScaleStaysNearTheRing) {
   const auto tree = sim::simulate(plans(algo::kDoubleTree, plan::Coll::AllReduce, c.hostOf, count), c);
   EXPECT_LT(tree.us, ring.us * 2.5) << "tree " << tree.us << " us, ring " << ring.us << " us";
   EXPECT_GT(tree.us, ring.us * 0.5);
+}
+
+// Each connection (channel) leaves through the NIC the IB transport gives
+// it: local rank l starts at NIC l mod K, channel c on (l + c) mod K. A flat
+// ring on 4 hosts with 4 NICs each then runs 4 channels side by side; on
+// one NIC per host they share it.
+TEST(SimFlowModel, ChannelsLeaveThroughTheirOwnNics) {
+  sim::SimpleCluster s = simpleCluster(4, 2);
+  s.nicsPerHost = 4;
+  const sim::Cluster c = sim::buildCluster(s);
+  EXPECT_EQ(c.nicOf(1, 0), 1);  // host 0: NICs 0..3
+  EXPECT_EQ(c.nicOf(1, 1), 2);
+  EXPECT_EQ(c.nicOf(1, 3), 0);
+  EXPECT_EQ(c.nicOf(2, 5), 4 + 1);  // host 1, local rank 0, channel 5 -> NIC 1
+  const sim::Cluster flat = cluster(4, 1);
+  const uint64_t count = 16 << 20;
+  const auto one = sim::simulate(plans(algo::kRing, plan::Coll::AllReduce, flat.hostOf, count, 1), flat);
+  const auto shared = sim::simulate(plans(algo::kRing, plan::Coll::AllReduce, flat.hostOf, count, 4), flat);
+  sim::SimpleCluster rails = simpleCluster(4, 1);
+  rails.nicsPerHost = 4;
+  const sim::Cluster four = sim::buildCluster(rails);
+  const auto spread = sim::simulate(plans(algo::kRing, plan::Coll::AllReduce, four.hostOf, count, 4), four);
+  EXPECT_GT(shared.us, one.us * 0.9) << "4 channels on one NIC";
+  EXPECT_LT(spread.us, one.us / 3) << "4 channels on 4 NICs: " << spread.us << " us, 1 channel " << one.us << " us";
 }
 
 TEST(SimFlowModel, RefusesPlansThatDoNotPair) {

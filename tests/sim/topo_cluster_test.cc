@@ -80,11 +80,11 @@ TEST(SimTopoCluster, ReadsSwitchesNicSpeedsAndRanksPerHost) {
   EXPECT_DOUBLE_EQ(t.summary.intraGBs, 100);  // the GPU's NVLink
   // Rack 0 to rack 1: NIC up, tor0 -> spine -> tor1, NIC down; 2 us a hop.
   std::vector<int> links;
-  t.cluster.route(0, 3, &links);
+  t.cluster.route(0, 3, 0, &links);
   EXPECT_EQ(links.size(), 4u);
   EXPECT_DOUBLE_EQ(t.summary.netLatUs, 3 * 2.0);
   links.clear();
-  t.cluster.route(0, 2, &links);  // same rack: no spine
+  t.cluster.route(0, 2, 0, &links);  // same rack: no spine
   EXPECT_EQ(links.size(), 2u);
 }
 

@@ -8,7 +8,7 @@
 //            [--coll allreduce] [-b 8] [-e 1G] [-f 4] [--intra-gbs 100] [--intra-lat-us 1]
 //            [--nic-gbs 12.5] [--net-lat-us 5] [--nics-per-host 1] [--step-us 0]
 //            [--calibration weft-tune.conf] [--algos ring,tree,hier] [--write-tune FILE]
-//            [--symmetry on|off]
+//            [--symmetry on|off] [--channels C]
 //
 // Exit status: 0 done, 2 bad usage or input.
 #include <algorithm>
@@ -43,6 +43,7 @@ struct Options {
   sim::SimpleCluster simple;  // the command line's cluster, and what the cost model sees
   bool stepGiven = false;
   bool symmetry = true;  // --symmetry off: every rank's every step, always
+  int channels = 1;      // the communicator's channels (WEFT_NCHANNELS): the most a call may use
   sim::Cluster cluster;
   std::string algos;  // empty: every algorithm that implements the collective
 };
@@ -53,7 +54,7 @@ int usage(const char* why) {
                "usage: weft-sim --topo FILE | --hosts H --ranks-per-host L | --layout L0,L1,...\n"
                "       [--coll C] [-b MIN] [-e MAX] [-f F] [--intra-gbs G] [--intra-lat-us U] [--nic-gbs G]\n"
                "       [--net-lat-us U] [--nics-per-host K] [--step-us U] [--calibration TUNEFILE]\n"
-               "       [--algos a,b] [--write-tune FILE] [--symmetry on|off]\n",
+               "       [--algos a,b] [--write-tune FILE] [--symmetry on|off] [--channels C]\n",
                why);
   return 2;
 }
@@ -125,8 +126,15 @@ algo::CostInputs costInputs(const Options& o, uint64_t bytes) {
   in.nHosts = int(o.layout.size());
   in.bytes = bytes;
   in.intra = {o.simple.intraLatUs, o.simple.intraGBs};
-  in.inter = {o.simple.netLatUs, o.simple.nicGBs};
-  in.nicsPerHost = o.simple.nicsPerHost;
+  // As the communicator prices its channels (topo::costInputsFromTopology):
+  // the network carries one NIC per channel (channels spread over a host's
+  // NICs, as many as it has), one channel no more than its NIC. The rails
+  // of hier count the NICs beyond those.
+  const int K = std::max(o.simple.nicsPerHost, 1), used = std::min(o.channels, K);
+  in.inter = {o.simple.netLatUs, o.simple.nicGBs * used};
+  in.maxChannels = o.channels;
+  if (in.nHosts > 1) in.channelBwGBs = std::min(o.simple.nicGBs, o.simple.intraGBs);
+  in.nicsPerHost = (K + used - 1) / used;
   in.hostRanksMin = *std::min_element(o.layout.begin(), o.layout.end());
   in.hostRanksMax = *std::max_element(o.layout.begin(), o.layout.end());
   return in;
@@ -153,8 +161,8 @@ void sweep(const Options& o) {
   algo::AlgoFilter filter = o.algos.empty() ? algo::AlgoFilter{} : algo::parseAlgoFilter(o.algos);
   plan::FifoGeometry g;  // the communicator's defaults
   std::printf("# weft-sim %s: %d ranks on %zu hosts, intra %.1f GB/s %.1f us, NIC %.2f GB/s %.1f us x %d per host, "
-              "step %.2f us%s%s\n", info.name, n, o.layout.size(), o.simple.intraGBs, o.simple.intraLatUs,
-              o.simple.nicGBs, o.simple.netLatUs, o.simple.nicsPerHost, o.cluster.stepOverheadUs,
+              "step %.2f us, %d channel(s)%s%s\n", info.name, n, o.layout.size(), o.simple.intraGBs, o.simple.intraLatUs,
+              o.simple.nicGBs, o.simple.netLatUs, o.simple.nicsPerHost, o.cluster.stepOverheadUs, o.channels,
               o.topoFile.empty() ? "" : ", topology ", o.topoFile.c_str());
   std::printf("#%12s %12s %6s %12s %8s %8s %5s %10s  %s\n", "size(B)", "count", "type", "time(us)", "algbw", "busbw",
               "ch", "slice", "algorithm");
@@ -241,8 +249,10 @@ int parseArgs(int argc, char** argv, Options& o) {
     else if (k == "--algos") o.algos = v;
     else if (k == "--write-tune") o.writeTune = v;
     else if (k == "--symmetry" && (v == "on" || v == "off")) o.symmetry = v == "on";
+    else if (k == "--channels") o.channels = std::atoi(v.c_str());
     else return usage(("unknown option " + k).c_str());
   }
+  if (o.channels < 1 || o.channels > 16) return usage("--channels must be in 1..16 (a communicator's channels)");
   if (!o.topoFile.empty()) return 0;
   if (o.layout.empty() && hosts > 0 && perHost > 0) o.layout.assign(size_t(hosts), perHost);
   if (o.layout.empty()) return usage("give --topo, --hosts and --ranks-per-host, or --layout");
