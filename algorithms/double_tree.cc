@@ -40,24 +40,23 @@ std::array<std::vector<int>, 2> doubleTreeParents(const std::vector<int>& hostOf
   const int nHosts = int(members.size());
   std::array<std::vector<int>, 2> hostParent = {binaryTreeParents(nHosts), mirrorTreeParents(nHosts)};
   std::array<std::vector<int>, 2> parent;
+  // Tree 1 runs each host's chain backwards. Linear in the ranks: a plan
+  // builder calls this for its one rank, and the simulator for every rank.
   for (int t = 0; t < 2; t++) {
     parent[t].assign(n, -1);
-    auto chain = [&](int h) {
-      std::vector<int> c = members[h];
-      if (t == 1) std::reverse(c.begin(), c.end());
-      return c;
+    auto member = [&](int h, size_t k) {
+      const std::vector<int>& m = members[size_t(h)];
+      return t == 1 ? m[m.size() - 1 - k] : m[k];
     };
+    std::vector<int> childrenSeen(size_t(nHosts), 0);  // children in host order
     for (int h = 0; h < nHosts; h++) {
-      std::vector<int> c = chain(h);
-      for (size_t k = 1; k < c.size(); k++) parent[t][c[k]] = c[k - 1];
-      int ph = hostParent[t][h];
+      const size_t len = members[size_t(h)].size();
+      for (size_t k = 1; k < len; k++) parent[t][member(h, k)] = member(h, k - 1);
+      const int ph = hostParent[t][h];
       if (ph < 0) continue;
-      // Which child of its parent host is h (children in host order)?
-      int idx = 0;
-      for (int o = 0; o < h; o++)
-        if (hostParent[t][o] == ph) idx++;
-      std::vector<int> pc = chain(ph);
-      parent[t][c[0]] = pc[std::min<size_t>(idx, pc.size() - 1)];
+      // h is child number idx of its parent host; it hangs off that chain's idx-th rank (or its last).
+      const size_t idx = size_t(childrenSeen[size_t(ph)]++);
+      parent[t][member(h, 0)] = member(ph, std::min(idx, members[size_t(ph)].size() - 1));
     }
   }
   return parent;

@@ -37,7 +37,10 @@ struct Flow {
 };
 
 struct Node {
-  const plan::Step* step = nullptr;
+  const plan::Step* step = nullptr;  // for the pairing; the run reads the copies below
+  double bytes = 0, piece = 0;       // what each send moves, and its first piece (the slice)
+  int32_t sendPeer[2] = {-1, -1};
+  uint8_t nSend = 0, nRecv = 0, conn = 0;
   int rank = 0;
   int next = -1;       // the next step of the channel
   int waitStart = 0;   // previous step + inputs' first pieces
@@ -82,6 +85,7 @@ class Model {
     linkStamp_.resize(c.linkGBs.size());
     buildNodes();
     pairTransfers();
+    std::vector<uint32_t>().swap(appear_);  // only the pairing needs it
   }
 
   RunStats run() {
@@ -106,28 +110,57 @@ class Model {
   }
 
  private:
+  // Nodes are laid out step by step across ranks (step j of every rank's
+  // every channel, then step j + 1), not rank by rank: the ranks run step j
+  // at about the same time, so the events of one moment touch neighbouring
+  // nodes (rank by rank, 4096 ranks' nodes missed the cache at every event).
+  // appear_ keeps each node's place in its plan's own order (channel by
+  // channel) for the FIFO pairing.
   void buildNodes() {
+    struct Lane {
+      const plan::Plan* plan;
+      const std::vector<plan::Step>* steps;
+      uint32_t appearBase;
+      int prev = -1;
+    };
+    std::vector<Lane> lanes;
+    size_t longest = 0;
     for (const plan::Plan& plan : plans_) {
-      const int r = plan.rank;
-      if (plan.nranks != n_) raise(weftInvalidArgument, "sim: rank %d's plan is for %d ranks", r, plan.nranks);
+      if (plan.nranks != n_) raise(weftInvalidArgument, "sim: rank %d's plan is for %d ranks", plan.rank, plan.nranks);
+      uint32_t base = 0;
       for (const auto& ch : plan.channels) {
-        int prev = -1;
-        for (const auto& s : ch.steps) {
-          for (int k = 0; k < s.nSend; k++)
-            if (s.sendPeer[k] < 0 || s.sendPeer[k] >= n_ || s.sendPeer[k] == r)
-              raise(weftInvalidArgument, "sim: rank %d sends to rank %d", r, s.sendPeer[k]);
-          Node x;
-          x.step = &s;
-          x.rank = r;
-          x.waitStart = (prev >= 0 ? 1 : 0) + s.nRecv;
-          x.waitEnd = 1 + s.nSend + s.nRecv;
-          x.readyAt = c_.stepOverheadUs;
-          nodes_.push_back(x);
-          if (prev >= 0) nodes_[size_t(prev)].next = int(nodes_.size()) - 1;
-          prev = int(nodes_.size()) - 1;
-        }
+        lanes.push_back({&plan, &ch.steps, base});
+        base += uint32_t(ch.steps.size());
+        longest = std::max(longest, ch.steps.size());
       }
     }
+    for (size_t j = 0; j < longest; j++)
+      for (Lane& lane : lanes)
+        if (j < lane.steps->size()) addNode(*lane.plan, (*lane.steps)[j], lane.appearBase + uint32_t(j), &lane.prev);
+  }
+
+  void addNode(const plan::Plan& p, const plan::Step& s, uint32_t appear, int* prev) {
+    const int r = p.rank;
+    for (int k = 0; k < s.nSend; k++)
+      if (s.sendPeer[k] < 0 || s.sendPeer[k] >= n_ || s.sendPeer[k] == r)
+        raise(weftInvalidArgument, "sim: rank %d sends to rank %d", r, s.sendPeer[k]);
+    Node x;
+    x.step = &s;
+    x.bytes = double(s.count) * p.elemSize;
+    x.piece = p.sliceBytes ? std::min(x.bytes, double(p.sliceBytes)) : x.bytes;
+    x.sendPeer[0] = s.sendPeer[0];
+    x.sendPeer[1] = s.sendPeer[1];
+    x.nSend = s.nSend;
+    x.nRecv = s.nRecv;
+    x.conn = s.conn;
+    x.rank = r;
+    x.waitStart = (*prev >= 0 ? 1 : 0) + s.nRecv;
+    x.waitEnd = 1 + s.nSend + s.nRecv;
+    x.readyAt = c_.stepOverheadUs;
+    nodes_.push_back(x);
+    appear_.push_back(appear);
+    if (*prev >= 0) nodes_[size_t(*prev)].next = int(nodes_.size()) - 1;
+    *prev = int(nodes_.size()) - 1;
   }
 
   // The k-th send on a (sender, receiver, connection) FIFO feeds the k-th
@@ -137,7 +170,7 @@ class Model {
   // it to q), whose receive from the moved sender it feeds.
   void pairTransfers() {
     const uint64_t n = uint64_t(n_);
-    using Entry = std::tuple<uint64_t, int>;  // (FIFO, node * 2 + slot); node order is plan order
+    using Entry = std::tuple<uint64_t, uint64_t, int>;  // (FIFO, rank's plan order, node * 2 + slot)
     std::vector<Entry> sends, recvs;
     auto key = [&](uint64_t from, uint64_t to, int conn) { return (from * n + to) * 256 + uint64_t(conn); };
     for (int i = 0; i < int(nodes_.size()); i++) {
@@ -145,12 +178,14 @@ class Model {
       const uint64_t me = uint64_t(nodes_[size_t(i)].rank);
       for (int k = 0; k < s.nSend; k++) {
         const int to = s.sendPeer[k];
-        sends.emplace_back(key(uint64_t(sym_.moveBackLike(to, int(me))), uint64_t(sym_.rep(to)), s.conn), i * 2 + k);
+        sends.emplace_back(key(uint64_t(sym_.moveBackLike(to, int(me))), uint64_t(sym_.rep(to)), s.conn),
+                           uint64_t(appear_[size_t(i)]) * 2 + uint64_t(k), i * 2 + k);
       }
       for (int k = 0; k < s.nRecv; k++) {
         if (s.recvPeer[k] < 0 || s.recvPeer[k] >= n_)
           raise(weftInvalidArgument, "sim: rank %llu receives from rank %d", (unsigned long long)me, s.recvPeer[k]);
-        recvs.emplace_back(key(uint64_t(s.recvPeer[k]), me, s.conn), i * 2 + k);
+        recvs.emplace_back(key(uint64_t(s.recvPeer[k]), me, s.conn), uint64_t(appear_[size_t(i)]) * 2 + uint64_t(k),
+                           i * 2 + k);
       }
     }
     std::sort(sends.begin(), sends.end());
@@ -161,7 +196,7 @@ class Model {
       if (std::get<0>(sends[j]) != std::get<0>(recvs[j]))
         raise(weftInvalidArgument, "sim: a FIFO's sends and receives do not pair (rank %llu to rank %llu)",
               (unsigned long long)(std::get<0>(sends[j]) / 256 / n), (unsigned long long)(std::get<0>(sends[j]) / 256 % n));
-      const int out = std::get<1>(sends[j]), in = std::get<1>(recvs[j]);
+      const int out = std::get<2>(sends[j]), in = std::get<2>(recvs[j]);
       nodes_[size_t(in / 2)].input[in % 2] = out;
       nodes_[size_t(out / 2)].receiver[out % 2] = in / 2;
     }
@@ -187,23 +222,18 @@ class Model {
     finishPart(f.node, e.t);
   }
 
-  double pieceBytes(const Node& x) const {
-    const plan::Plan& p = plans_[size_t(planOf_[size_t(x.rank)])];
-    const double bytes = double(x.step->count) * p.elemSize;
-    return p.sliceBytes ? std::min(bytes, double(p.sliceBytes)) : bytes;
-  }
+  double pieceBytes(const Node& x) const { return x.piece; }
 
   void startNode(int i, double t) {
     Node& x = nodes_[size_t(i)];
     x.startedAt = t;
-    const plan::Step& s = *x.step;
-    for (int k = 0; k < s.nSend; k++) {
+    for (int k = 0; k < x.nSend; k++) {
       Flow f;
       f.node = i;
-      f.bytes = f.remaining = double(s.count) * plans_[size_t(planOf_[size_t(x.rank)])].elemSize;
+      f.bytes = f.remaining = x.bytes;
       f.last = t;
       f.linkBegin = uint32_t(flowLinks_.size());
-      c_.route(x.rank, s.sendPeer[k], s.conn, &flowLinks_);
+      c_.route(x.rank, x.sendPeer[k], x.conn, &flowLinks_);
       f.linkCount = uint32_t(flowLinks_.size() - f.linkBegin);
       const int id = int(flows_.size());
       for (uint32_t j = 0; j < f.linkCount; j++) {
@@ -215,7 +245,7 @@ class Model {
         active_[size_t(l)].push_back({id, weight});
         touch(l);
       }
-      if (c_.hostOf[size_t(x.rank)] != c_.hostOf[size_t(s.sendPeer[k])])
+      if (c_.hostOf[size_t(x.rank)] != c_.hostOf[size_t(x.sendPeer[k])])
         stats_.netBytes += uint64_t(f.bytes) * uint64_t(sym_.copies());
       x.flow[k] = id;
       flows_.push_back(f);
@@ -232,9 +262,9 @@ class Model {
     if (--x.waitEnd > 0) return;
     double end = std::max(x.startedAt, x.inEnd);
     const double piece = pieceBytes(x);
-    for (int k = 0; k < x.step->nSend; k++) {
+    for (int k = 0; k < x.nSend; k++) {
       Flow& f = flows_[size_t(x.flow[k])];
-      f.pushedAt = std::max(f.drainedAt, x.step->nRecv && f.rate > 0 ? x.inEnd + piece / f.rate : 0.0);
+      f.pushedAt = std::max(f.drainedAt, x.nRecv && f.rate > 0 ? x.inEnd + piece / f.rate : 0.0);
       end = std::max(end, f.pushedAt);
     }
     push(std::max(end, t), i, 0, Ev::End);
@@ -244,7 +274,7 @@ class Model {
     Node& x = nodes_[size_t(i)];
     ended_++;
     stats_.us = std::max(stats_.us, t);
-    for (int k = 0; k < x.step->nSend; k++) {
+    for (int k = 0; k < x.nSend; k++) {
       const Flow& f = flows_[size_t(x.flow[k])];
       Node& r = nodes_[size_t(x.receiver[k])];
       r.inEnd = std::max(r.inEnd, f.pushedAt + f.latUs);
@@ -276,6 +306,7 @@ class Model {
   const int n_;
   std::vector<int> planOf_;  // per rank: its plan's index in plans_ (representatives), else -1
   std::vector<Node> nodes_;
+  std::vector<uint32_t> appear_;  // per node: its place in its rank's plan (channel by channel)
   std::vector<Flow> flows_;
   std::vector<int> flowLinks_, flowWeights_;
   std::vector<std::vector<LinkUse>> active_;  // per link: the flows crossing it now
