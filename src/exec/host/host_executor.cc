@@ -51,6 +51,7 @@ class Runner {
         slice_(p.sliceBytes) {}
 
   void prepare(const FifoLookup& fifos) {
+
     // The cursors live in a per-thread pool that only grows, so repeated
     // calls (the training loop) allocate nothing here.
     thread_local std::vector<ChannelCursor> pool;
@@ -462,7 +463,7 @@ class Runner {
     const size_t bytes = n * elem_;
     if (landed) {
       for (int i = from ? 1 : 0; i < st.nSend; i++) memcpy(out[i], dst, bytes);
-    } else if (from == local) {
+    } else if (st.nRecv == 0) {  // a plain send of local (in place, dst may be local itself)
       if (dst && dst != local) memcpy(dst, local, bytes);
     } else {
       reduceInto(dst, st, in, local, n);
