@@ -104,9 +104,12 @@ class FifoUserMemory {
   // pass of the mover.
   virtual void abandonUserMemory() = 0;
 
-  // Producer: where slot i's bytes are (nullptr: in the slot); written
-  // before the post, read by the mover after it.
+  // Producer: where the bytes of the slot in entry i are (nullptr: in the
+  // slot), and which slot that is (seq + 1): a slot posted by other means
+  // (a GPU posting host FIFO slots directly) never inherits an address.
+  // Written before the post, read by the mover after it.
   const void* sendFrom[kFifoMaxSlots] = {};
+  uint32_t sendSeq[kFifoMaxSlots] = {};
   // Consumer: the caller's offer for slot entry i: seq + 1 (0: none), where
   // and how many bytes.
   std::atomic<uint32_t> offerSeq[kFifoMaxSlots] = {};
@@ -160,7 +163,10 @@ struct FifoEnd {
   // `from` instead of in the slot (userMemory only; nullptr: in the slot).
   void postFrom(const void* from, uint64_t bytes) const {
     uint32_t p = hdr->posted.load(std::memory_order_relaxed);
-    if (userMemory) userMemory->sendFrom[p % geometry.nSlots] = from;
+    if (userMemory) {
+      userMemory->sendFrom[p % geometry.nSlots] = from;
+      userMemory->sendSeq[p % geometry.nSlots] = p + 1;
+    }
     hdr->sizes[p % geometry.nSlots] = bytes;
     hdr->posted.store(p + 1, std::memory_order_release);
     if (progress) progress->posted();

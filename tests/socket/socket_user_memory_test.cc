@@ -169,6 +169,38 @@ TEST_F(SocketUserMemoryTest, AbandonWhileSendingFailsTheConnection) {
   std::fill(src.begin(), src.end(), 0);  // would race with a mover still reading it (TSan, ASan builds)
 }
 
+// A slot posted by writing the header directly, as a GPU posts host FIFO
+// slots, goes out of its slot even when an earlier slot in the same entry
+// went out of user memory.
+TEST_F(SocketUserMemoryTest, SlotsPostedWithoutAnAddressNeverInheritOne) {
+  join({kSlot, 4});
+  connect();
+  FifoEnd out = sendConn_->fifo(), in = recvConn_->fifo();
+  std::vector<unsigned char> user(kSlot, 0x11);
+  for (uint32_t i = 0; i < 6; ++i) {
+    void* slot = waitSlot(&ranks_[0].bell, out, Deadline::after(10000), [&] { return out.tryAcquire(); });
+    ASSERT_NE(slot, nullptr);
+    if (i == 0) {
+      out.postFrom(user.data(), kSlot);
+    } else {
+      memset(slot, 0x20 + i, kSlot);
+      const uint32_t p = out.hdr->posted.load();
+      out.hdr->sizes[p % 4] = kSlot;
+      out.hdr->posted.store(p + 1, std::memory_order_release);
+      ring(out.consumerBell);
+    }
+    uint64_t n = 0;
+    const void* got = waitSlot(&ranks_[1].bell, in, Deadline::after(10000), [&] { return in.tryPeek(&n); });
+    ASSERT_NE(got, nullptr) << "slot " << i;
+    ASSERT_EQ(n, kSlot);
+    const unsigned char want = i == 0 ? 0x11 : static_cast<unsigned char>(0x20 + i);
+    const auto* b = static_cast<const unsigned char*>(got);
+    EXPECT_TRUE(std::all_of(b, b + kSlot, [&](unsigned char x) { return x == want; })) << "slot " << i;
+    in.release();
+  }
+  EXPECT_EQ(ranks_[0].errorCount() + ranks_[1].errorCount(), 0u);
+}
+
 TEST_F(SocketUserMemoryTest, ZeroTurnsItOff) {
   setenv("WEFT_SOCKET_DIRECT", "0", 1);
   join({kSlot, 4});

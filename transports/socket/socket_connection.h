@@ -133,8 +133,8 @@ class SocketConnection final : public Connection, private FifoProgress, private 
   bool placePart(uint32_t i);
   // Where part i's payload goes (offset 0 of the part), once placed.
   char* partTarget(uint32_t i);
-  // Where slot idx's bytes are on the sending side.
-  const char* sendBase(uint32_t idx) const;
+  // Where the bytes of slot seq are on the sending side.
+  const char* sendBase(uint32_t seq) const;
   // One pass of the send side under pumpMu_ (held by the caller); true when
   // every posted slot is wholly in the kernel.
   bool sendPass(bool* moved, bool* failed, std::vector<int>* fullFds);

@@ -49,7 +49,7 @@ bool SocketConnection::pumpSend(uint32_t i, uint32_t posted, bool* failed) {
     if (c.sent < sizeof(sh)) iov[n++] = {reinterpret_cast<char*>(&sh) + c.sent, sizeof(sh) - c.sent};
     const uint64_t payloadSent = c.sent > sizeof(sh) ? c.sent - sizeof(sh) : 0;
     if (len > payloadSent)
-      iov[n++] = {const_cast<char*>(sendBase(idx)) + off + payloadSent, static_cast<size_t>(len - payloadSent)};
+      iov[n++] = {const_cast<char*>(sendBase(c.seq)) + off + payloadSent, static_cast<size_t>(len - payloadSent)};
     if (wire > std::max(len, payloadSent))
       iov[n++] = {const_cast<char*>(kPadding), static_cast<size_t>(wire - std::max(len, payloadSent))};
     msghdr msg{};

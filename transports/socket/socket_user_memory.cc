@@ -10,8 +10,9 @@ namespace weft {
 
 using namespace socket_wire;
 
-const char* SocketConnection::sendBase(uint32_t idx) const {
-  const void* from = sendFrom[idx];
+const char* SocketConnection::sendBase(uint32_t seq) const {
+  const uint32_t idx = seq % proxyEnd_.hdr->nSlots;
+  const void* from = sendSeq[idx] == seq + 1 ? sendFrom[idx] : nullptr;
   return from ? static_cast<const char*>(from) : proxyEnd_.data + idx * proxyEnd_.hdr->slotBytes;
 }
 
@@ -62,7 +63,7 @@ void SocketConnection::abandonUserMemory() {
   bool inUse = false;
   if (p_.side == Side::Send) {
     const uint32_t posted = hdr->posted.load(std::memory_order_acquire);
-    for (uint32_t s = completed_; s != posted; ++s) inUse |= sendFrom[s % hdr->nSlots] != nullptr;
+    for (uint32_t s = completed_; s != posted; ++s) inUse |= sendBase(s) != proxyEnd_.data + (s % hdr->nSlots) * hdr->slotBytes;
   } else {
     for (const RecvSlot& slot : recvSlots_) inUse |= slot.landAt != nullptr;
     for (auto& o : offerSeq) o.store(0, std::memory_order_relaxed);
