@@ -63,7 +63,8 @@ void SocketConnection::abandonUserMemory() {
   bool inUse = false;
   if (p_.side == Side::Send) {
     const uint32_t posted = hdr->posted.load(std::memory_order_acquire);
-    for (uint32_t s = completed_; s != posted; ++s) inUse |= sendBase(s) != proxyEnd_.data + (s % hdr->nSlots) * hdr->slotBytes;
+    for (uint32_t s = completed_; s != posted; ++s)
+      inUse |= sendBase(s) != proxyEnd_.data + (s % hdr->nSlots) * hdr->slotBytes;
   } else {
     for (const RecvSlot& slot : recvSlots_) inUse |= slot.landAt != nullptr;
     for (auto& o : offerSeq) o.store(0, std::memory_order_relaxed);

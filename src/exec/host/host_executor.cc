@@ -51,7 +51,6 @@ class Runner {
         slice_(p.sliceBytes) {}
 
   void prepare(const FifoLookup& fifos) {
-
     // The cursors live in a per-thread pool that only grows, so repeated
     // calls (the training loop) allocate nothing here.
     thread_local std::vector<ChannelCursor> pool;
@@ -250,7 +249,9 @@ class Runner {
     bool landed = false;         // the input arrived in dst
     if (userMemory_) {
       if (const char* at = st.nRecv == 1 ? f.in[0].landedAt() : nullptr) {
-        if (at != dst) raise(weftInternalError, "rank %d: a piece from rank %d landed at the wrong place", ctx_.rank, st.recvPeer[0]);
+        if (at != dst)
+          raise(weftInternalError, "rank %d: a piece from rank %d landed outside the step's output", ctx_.rank,
+                st.recvPeer[0]);
         landed = true;
       }
       if (st.nSend) from = sendSource(st, f.out[0], local, dst, bytes);
@@ -448,7 +449,8 @@ class Runner {
   // Where the step's one output piece can go out from the caller's memory
   // instead of a slot: its local input for a plain send, else the kept
   // result. nullptr: through the slot.
-  const char* sendSource(const Step& st, const FifoEnd& out, const char* local, const char* dst, uint64_t bytes) const {
+  const char* sendSource(const Step& st, const FifoEnd& out, const char* local, const char* dst,
+                         uint64_t bytes) const {
     if (plan_.wire != plan::Wire::Native || st.nSend != 1 || !out.userMemory || bytes < out.userMemory->minBytes)
       return nullptr;
     if (st.nRecv == 0) return local && st.flags == 0 ? local : nullptr;
