@@ -81,6 +81,48 @@ class FifoProgress {
   ~FifoProgress() = default;
 };
 
+// A transport whose mover runs in this process (socket) can move a large
+// slot's bytes straight from and into the caller's memory instead of the
+// slot, which saves the executor a copy per byte each way. The interface
+// speaks of memory, not of algorithms:
+// - producer end: "slot i's bytes are at this address" (FifoEnd::postFrom);
+//   the mover reads them there until it frees the slot, so the caller
+//   leaves that memory alone (and valid) until then;
+// - consumer end: "slot seq's bytes, if they have not started arriving yet,
+//   belong at this address" (FifoEnd::offerLanding); the mover decides once
+//   per slot, before its first payload byte, and says at the post whether
+//   they went there (FifoEnd::landedAt), else they are in the slot as usual.
+// Smaller pieces keep the slot path: for them the copy is cheap and the
+// bookkeeping is not.
+class FifoUserMemory {
+ public:
+  // Pieces of fewer bytes travel through the slot.
+  uint64_t minBytes = 0;
+  // Ends every use of the caller's memory by the mover before the caller
+  // returns early (an error): a send still reading from it or a receive
+  // already writing into it fails the connection. Blocks for at most one
+  // pass of the mover.
+  virtual void abandonUserMemory() = 0;
+
+  // Producer: where the bytes of the slot in entry i are (nullptr: in the
+  // slot), and which slot that is (seq + 1): a slot posted by other means
+  // (a GPU posting host FIFO slots directly) never inherits an address.
+  // Written before the post, read by the mover after it.
+  const void* sendFrom[kFifoMaxSlots] = {};
+  uint32_t sendSeq[kFifoMaxSlots] = {};
+  // Consumer: the caller's offer for slot entry i: seq + 1 (0: none), where
+  // and how many bytes.
+  std::atomic<uint32_t> offerSeq[kFifoMaxSlots] = {};
+  std::atomic<char*> offerAt[kFifoMaxSlots] = {};
+  std::atomic<uint64_t> offerBytes[kFifoMaxSlots] = {};
+  // Written by the mover before it posts entry i: where its bytes went
+  // (nullptr: into the slot).
+  char* landed[kFifoMaxSlots] = {};
+
+ protected:
+  ~FifoUserMemory() = default;
+};
+
 // One end of a FIFO as seen by one process: where the FIFO is, and whom to
 // wake. Copyable, no ownership.
 //
@@ -97,6 +139,8 @@ struct FifoEnd {
   // Set on the executor's end of a proxied FIFO: post() and release() tell
   // it instead of ringing, and a waiting executor may call tryProgress().
   FifoProgress* progress = nullptr;
+  // Set on the executor's end when the mover can use the caller's memory.
+  FifoUserMemory* userMemory = nullptr;
 
   void attach(FifoHeader* h, char* slots, const FifoGeometry& g) {
     hdr = h;
@@ -114,8 +158,15 @@ struct FifoEnd {
     return data + (p % geometry.nSlots) * geometry.slotBytes;
   }
   // Publishes the slot returned by tryAcquire, holding `bytes` bytes.
-  void post(uint64_t bytes) const {
+  void post(uint64_t bytes) const { postFrom(nullptr, bytes); }
+  // Publishes the slot returned by tryAcquire, whose `bytes` bytes are at
+  // `from` instead of in the slot (userMemory only; nullptr: in the slot).
+  void postFrom(const void* from, uint64_t bytes) const {
     uint32_t p = hdr->posted.load(std::memory_order_relaxed);
+    if (userMemory) {
+      userMemory->sendFrom[p % geometry.nSlots] = from;
+      userMemory->sendSeq[p % geometry.nSlots] = p + 1;
+    }
     hdr->sizes[p % geometry.nSlots] = bytes;
     hdr->posted.store(p + 1, std::memory_order_release);
     if (progress) progress->posted();
@@ -130,9 +181,35 @@ struct FifoEnd {
     *bytes = hdr->sizes[c % geometry.nSlots];
     return data + (c % geometry.nSlots) * geometry.slotBytes;
   }
+  // Where the bytes of the slot tryPeek returned went when the mover put
+  // them at an offered address (userMemory only); nullptr: in the slot.
+  const char* landedAt() const {
+    if (!userMemory) return nullptr;
+    return userMemory->landed[hdr->consumed.load(std::memory_order_relaxed) % geometry.nSlots];
+  }
+  // Asks that the bytes of the slot `ahead` places after the next one to
+  // peek land at `at` (userMemory only; ahead <= nSlots: at nSlots, the
+  // entry of the slot being consumed, whose release keeps the offer). The
+  // caller must then consume that slot with `at` still valid, and must not
+  // touch [at, at + bytes) until it has. Only the first offer for a slot
+  // counts.
+  void offerLanding(uint32_t ahead, char* at, uint64_t bytes) const {
+    const uint32_t seq = hdr->consumed.load(std::memory_order_relaxed) + ahead;
+    const uint32_t i = seq % geometry.nSlots;
+    if (userMemory->offerSeq[i].load(std::memory_order_relaxed) == seq + 1) return;
+    userMemory->offerAt[i].store(at, std::memory_order_relaxed);
+    userMemory->offerBytes[i].store(bytes, std::memory_order_relaxed);
+    userMemory->offerSeq[i].store(seq + 1, std::memory_order_release);
+  }
   // Frees the slot returned by tryPeek.
   void release() const {
     uint32_t c = hdr->consumed.load(std::memory_order_relaxed);
+    // The entry's next slot is decided only after this release; an offer
+    // already made for it stays.
+    if (userMemory) {
+      uint32_t mine = c + 1;
+      userMemory->offerSeq[c % geometry.nSlots].compare_exchange_strong(mine, 0, std::memory_order_relaxed);
+    }
     hdr->consumed.store(c + 1, std::memory_order_release);
     if (progress) progress->released();
     else if (producerBell) ring(producerBell);

@@ -43,6 +43,8 @@ WEFT_SETTING(kAllToAllMaxPeers, "WEFT_ALLTOALL_MAX_PEERS", Int, "64", Comm,
              "peers an AllToAll keeps connected at once; beyond, it runs in batches")
 WEFT_SETTING(kSocketNSocks, "WEFT_SOCKET_NSOCKS", Int, "2", Comm, "TCP sockets per socket-transport connection")
 WEFT_SETTING(kSocketInline, "WEFT_SOCKET_INLINE", Int, "1", Comm, "largest piece the executor moves itself")
+WEFT_SETTING(kSocketDirect, "WEFT_SOCKET_DIRECT", Int, "64K", Comm,
+             "smallest piece sent from / received into the caller's buffer instead of a staging slot (0: never)")
 WEFT_SETTING(kSocketBuffsize, "WEFT_SOCKET_BUFFSIZE", Int, "4M", Process, "SO_SNDBUF/SO_RCVBUF of data sockets")
 WEFT_SETTING(kSocketDeadPeerS, "WEFT_SOCKET_DEAD_PEER_S", Int, "30", Process,
              "seconds before a silent TCP peer is declared dead")

@@ -67,6 +67,12 @@ SocketConnection::SocketConnection(Params params, std::vector<Socket> sockets, S
   // thread to wake hears from its peer soonest.
   inlineMaxBytes_ = inl == 1 ? kDefaultInlineMaxBytes : static_cast<uint64_t>(inl);
   if (inlineMaxBytes_ != 0) end.progress = this;
+  // WEFT_SOCKET_DIRECT: 0 off, else the smallest piece moved straight from
+  // or into the caller's memory.
+  const int64_t direct = settings::get(settings::kSocketDirect);
+  if (direct < 0) raise(weftInvalidArgument, "WEFT_SOCKET_DIRECT=%ld must be 0 or a size in bytes", long(direct));
+  minBytes = static_cast<uint64_t>(direct);
+  if (minBytes != 0) end.userMemory = this;
   executorEnd_ = end;
   inlineFds_.reserve(p_.nSockets);
   if (p_.side == Side::Send) {
@@ -93,7 +99,7 @@ bool SocketConnection::tryProgress(uint64_t pieceBytes) {
   }
   if (!ready_.load(std::memory_order_acquire) || halted()) return false;
   std::unique_lock<std::mutex> lock(pumpMu_, std::try_to_lock);
-  if (!lock.owns_lock()) return false;  // the proxy is moving bytes right now
+  if (!lock.owns_lock() || halted()) return false;  // the proxy is moving bytes right now, or stopped
   inlineAtNs_.store(nowNs(), std::memory_order_relaxed);
   bool failed = false, moved = false;
   if (p_.side == Side::Send) {
@@ -118,7 +124,7 @@ void SocketConnection::posted() {
   if (p_.side == Side::Send && hdr->sizes[last % hdr->nSlots] <= inlineMaxBytes_ &&
       ready_.load(std::memory_order_acquire) && !halted()) {
     std::unique_lock<std::mutex> lock(pumpMu_, std::try_to_lock);
-    if (lock.owns_lock()) {
+    if (lock.owns_lock() && !halted()) {
       inlineAtNs_.store(nowNs(), std::memory_order_relaxed);
       bool moved = false, failed = false;
       if (sendPass(&moved, &failed, &inlineFds_) || failed) return;

@@ -55,7 +55,7 @@ class StagingFifo {
   FifoHeader* hdr_ = nullptr;
 };
 
-class SocketConnection final : public Connection, private FifoProgress, private ProxyTask {
+class SocketConnection final : public Connection, private FifoProgress, private FifoUserMemory, private ProxyTask {
  public:
   enum class Side { Send, Recv };
 
@@ -105,11 +105,15 @@ class SocketConnection final : public Connection, private FifoProgress, private 
     uint64_t preread = 0;    // payload bytes read with the header
     uint32_t lastSeq = ~0u;  // parts on one socket come in increasing order
     bool waitsForSlot = false;
+    bool placed = false;     // this part's payload target is known (and its preread moved there)
     bool closed = false;     // the sender ended this socket in order
   };
-  // Per FIFO slot on the receiving side: bytes expected and arrived.
+  // Per FIFO slot on the receiving side: bytes expected and arrived, and
+  // where its payload goes (decided before its first payload byte).
   struct RecvSlot {
     bool known = false;
+    bool placed = false;       // landAt decided
+    char* landAt = nullptr;    // the caller's memory (FifoUserMemory), else the slot
     uint64_t bytes = 0;
     uint64_t got = 0;
   };
@@ -120,6 +124,17 @@ class SocketConnection final : public Connection, private FifoProgress, private 
   void posted() override;
   void released() override;
   void idle() override;
+  // FifoUserMemory (WEFT_SOCKET_DIRECT).
+  void abandonUserMemory() override;
+  // Where slot `seq` of `bytes` bytes lands: an offered address or the slot.
+  void placeSlot(RecvSlot& slot, uint32_t seq, uint64_t bytes);
+  // Places the part socket i is reading (once its slot is free); false
+  // when it disagrees with its slot's size.
+  bool placePart(uint32_t i);
+  // Where part i's payload goes (offset 0 of the part), once placed.
+  char* partTarget(uint32_t i);
+  // Where the bytes of slot seq are on the sending side.
+  const char* sendBase(uint32_t seq) const;
   // One pass of the send side under pumpMu_ (held by the caller); true when
   // every posted slot is wholly in the kernel.
   bool sendPass(bool* moved, bool* failed, std::vector<int>* fullFds);

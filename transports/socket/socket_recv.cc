@@ -119,6 +119,7 @@ bool SocketConnection::pumpRecv(uint32_t i, bool* failed, bool onePart) {
         return fail("empty part of slot " + std::to_string(h.seq) + " (garbage on the stream?)");
       c.wire = wireBytes(i, c.length, hdr->slotBytes);
       c.got = c.preread;
+      c.placed = false;
       c.inPart = true;
     }
     // The payload goes straight into its slot, once the executor freed it.
@@ -128,8 +129,9 @@ bool SocketConnection::pumpRecv(uint32_t i, bool* failed, bool onePart) {
       return moved;
     }
     const uint32_t idx = seq % hdr->nSlots;
+    if (!c.placed && !placePart(i)) return fail("sockets disagree on the size of slot " + std::to_string(seq));
     if (c.got < c.wire) {
-      ssize_t n = readSome(fd, proxyEnd_.data + idx * hdr->slotBytes + c.offset + c.got, c.wire - c.got, &why);
+      ssize_t n = readSome(fd, partTarget(i) + c.got, c.wire - c.got, &why);
       if (n < 0) return fail(why);
       if (n == 0) return moved;
       moved = true;
@@ -141,6 +143,7 @@ bool SocketConnection::pumpRecv(uint32_t i, bool* failed, bool onePart) {
       slot.known = true;
       slot.bytes = c.header.bytes;
     }
+    c.placed = false;
     slot.got += c.length;
     if (slot.bytes != c.header.bytes || slot.got > slot.bytes)
       return fail("sockets disagree on the size of slot " + std::to_string(seq));
@@ -176,6 +179,7 @@ bool SocketConnection::recvPass(bool* failed, std::vector<int>* readFds, uint32_
   for (;;) {
     RecvSlot& slot = recvSlots_[completed_ % hdr->nSlots];
     if (!slot.known || slot.got != slot.bytes) break;
+    landed[completed_ % hdr->nSlots] = slot.landAt;
     proxyEnd_.post(slot.bytes);  // writes the size of slot `posted`, which is completed_
     slot = RecvSlot{};
     ++completed_;
@@ -194,6 +198,7 @@ bool SocketConnection::recvStep() {
   std::unique_lock<std::mutex> lock(pumpMu_, std::try_to_lock);
   lockMissed_ = !lock.owns_lock();
   if (lockMissed_) return false;
+  if (halted()) return false;  // abandonUserMemory() may have stopped it
   bool failed = false;
   uint32_t open = 0;
   const bool moved = recvPass(&failed, &proxyFds_, &open, &slotWait_);

@@ -49,7 +49,7 @@ bool SocketConnection::pumpSend(uint32_t i, uint32_t posted, bool* failed) {
     if (c.sent < sizeof(sh)) iov[n++] = {reinterpret_cast<char*>(&sh) + c.sent, sizeof(sh) - c.sent};
     const uint64_t payloadSent = c.sent > sizeof(sh) ? c.sent - sizeof(sh) : 0;
     if (len > payloadSent)
-      iov[n++] = {proxyEnd_.data + idx * hdr->slotBytes + off + payloadSent, static_cast<size_t>(len - payloadSent)};
+      iov[n++] = {const_cast<char*>(sendBase(c.seq)) + off + payloadSent, static_cast<size_t>(len - payloadSent)};
     if (wire > std::max(len, payloadSent))
       iov[n++] = {const_cast<char*>(kPadding), static_cast<size_t>(wire - std::max(len, payloadSent))};
     msghdr msg{};
@@ -127,6 +127,7 @@ bool SocketConnection::sendStep() {
   std::unique_lock<std::mutex> lock(pumpMu_, std::try_to_lock);
   lockMissed_ = !lock.owns_lock();
   if (lockMissed_) return false;
+  if (halted()) return false;  // abandonUserMemory() may have stopped it
   bool failed = false, moved = false;
   sendPass(&moved, &failed, &proxyFds_);
   if (failed) done_ = true;

@@ -1,6 +1,7 @@
 #include "src/exec/host/host_executor.h"
 #include "src/exec/host/step_trace.h"
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -19,6 +20,15 @@ using plan::Step;
 struct StepFifos {
   FifoEnd in[2];
   FifoEnd out[2];
+};
+
+// A piece the mover sends straight from the caller's memory
+// (FifoUserMemory): that memory stays untouched until the slot is freed.
+struct SentFromUser {
+  const FifoHeader* hdr;
+  uint32_t seq;  // the slot
+  const char* at;
+  uint64_t bytes;
 };
 
 struct ChannelCursor {
@@ -46,6 +56,9 @@ class Runner {
     thread_local std::vector<ChannelCursor> pool;
     if (pool.size() < plan_.channels.size()) pool.resize(plan_.channels.size());
     cursors_ = std::span<ChannelCursor>(pool.data(), plan_.channels.size());
+    thread_local std::vector<SentFromUser> sent;
+    sent.clear();
+    sent_ = &sent;
     for (size_t c = 0; c < plan_.channels.size(); c++) {
       auto& cur = cursors_[c];
       cur.steps = &plan_.channels[c].steps;
@@ -58,6 +71,8 @@ class Runner {
         for (int i = 0; i < st.nSend; i++) cur.fifos[s].out[i] = fifos.send(st.sendPeer[i], st.conn);
         for (int i = 0; i < st.nRecv; i++) proxied_ |= cur.fifos[s].in[i].progress != nullptr;
         for (int i = 0; i < st.nSend; i++) proxied_ |= cur.fifos[s].out[i].progress != nullptr;
+        for (int i = 0; i < st.nRecv; i++) userMemory_ |= cur.fifos[s].in[i].userMemory != nullptr;
+        for (int i = 0; i < st.nSend; i++) userMemory_ |= cur.fifos[s].out[i].userMemory != nullptr;
       }
     }
   }
@@ -90,7 +105,8 @@ class Runner {
         else while (!cur.finished() && advance(cur)) progressed = true;
         if (!cur.finished()) allDone = false;
       }
-      if (allDone) return;
+      // The caller's buffers are its own again once no mover reads them.
+      if (allDone && !sendingFrom(nullptr, 0)) return;
       if (progressed) {
         if (waitNoted_) clearWait();
         backoff.reset();
@@ -196,13 +212,19 @@ class Runner {
     }
     const bool usesFifo = st.nRecv || st.nSend;
     uint64_t n = st.count - cur.done;
+    uint64_t piece = n;
     if (usesFifo) {
       plan::FifoGeometry g = FifoGeometry(f, st);
       if (slice_ && slice_ < g.slotBytes) g.slotBytes = slice_;
-      uint64_t piece = plan::pieceElems(g, fifoElem_);
+      piece = plan::pieceElems(g, fifoElem_);
       if (n > piece) n = piece;
     }
     const uint64_t bytes = n * fifoElem_;  // in the FIFOs
+    const char* local = st.src != Buf::None ? base(st.src, st.bind) + (st.srcOff + cur.done) * elem_ : nullptr;
+    char* dst = st.dst != Buf::None ? base(st.dst, st.bind) + (st.dstOff + cur.done) * elem_ : nullptr;
+    if (userMemory_ && st.nRecv == 1 && !local && dst && !(st.flags & plan::kPostOp) && f.in[0].userMemory &&
+        plan_.wire == plan::Wire::Native)
+      offerLandings(cur, st, f.in[0], piece);
 
     const void* in[2] = {nullptr, nullptr};
     void* out[2] = {nullptr, nullptr};
@@ -223,12 +245,30 @@ class Runner {
       if (!out[i]) return blocked(cur, st.sendPeer[i], true, uint8_t(2 + i));
     }
 
-    const char* local = st.src != Buf::None ? base(st.src, st.bind) + (st.srcOff + cur.done) * elem_ : nullptr;
-    char* dst = st.dst != Buf::None ? base(st.dst, st.bind) + (st.dstOff + cur.done) * elem_ : nullptr;
-    if (plan_.wire == plan::Wire::Native) compute(st, in, local, out, dst, n);
+    const char* from = nullptr;  // the output goes out from the caller's memory
+    bool landed = false;         // the input arrived in dst
+    if (userMemory_) {
+      if (const char* at = st.nRecv == 1 ? f.in[0].landedAt() : nullptr) {
+        if (at != dst)
+          raise(weftInternalError, "rank %d: a piece from rank %d landed outside the step's output", ctx_.rank,
+                st.recvPeer[0]);
+        landed = true;
+      }
+      if (st.nSend) from = sendSource(st, f.out[0], local, dst, bytes);
+      // dst is about to be written: not while a send still reads it.
+      const bool keepsDst = st.nRecv == 0 && from && from == dst;  // a plain send of dst itself
+      if (dst && !landed && !keepsDst && sendingFrom(dst, n * elem_))
+        return blocked(cur, st.nSend ? st.sendPeer[0] : -1, true, 2);
+    }
+    if (landed || from) computeInUserMemory(st, in, local, out, dst, n, landed, from);
+    else if (plan_.wire == plan::Wire::Native) compute(st, in, local, out, dst, n);
     else computeWire(st, in, local, out, dst, n);
 
-    for (int i = 0; i < st.nSend; i++) f.out[i].post(bytes);
+    if (from) {
+      sent_->push_back({f.out[0].hdr, f.out[0].hdr->posted.load(std::memory_order_relaxed), from, bytes});
+      f.out[0].postFrom(from, bytes);
+    }
+    for (int i = from ? 1 : 0; i < st.nSend; i++) f.out[i].post(bytes);
     for (int i = 0; i < st.nRecv; i++) f.in[i].release();
     cur.done += n;
     if (ctx_.state) ctx_.state->addBytes(bytes);
@@ -380,6 +420,74 @@ class Runner {
     cur.done = 0;
   }
 
+  // Whether a send still reads [at, at + bytes) of the caller's memory (any
+  // send at all when bytes is 0); forgets the sends that are done.
+  bool sendingFrom(const char* at, uint64_t bytes) {
+    if (sent_->empty()) return false;
+    std::erase_if(*sent_, [](const SentFromUser& s) {
+      return static_cast<int32_t>(s.hdr->consumed.load(std::memory_order_acquire) - s.seq) > 0;
+    });
+    for (const SentFromUser& s : *sent_)
+      if (bytes == 0 || (at < s.at + s.bytes && s.at < at + bytes)) return true;
+    return false;
+  }
+
+  // A receive whose bytes only land in dst: offer the step's next pieces'
+  // places in dst to the mover, so they arrive there instead of in slots.
+  void offerLandings(const ChannelCursor& cur, const Step& st, const FifoEnd& in, uint64_t piece) {
+    for (uint32_t j = 0; j < in.geometry.nSlots; j++) {
+      const uint64_t start = cur.done + j * piece;
+      if (start >= st.count) return;
+      const uint64_t bytes = std::min(piece, st.count - start) * elem_;
+      if (bytes < in.userMemory->minBytes) return;
+      char* at = base(st.dst, st.bind) + (st.dstOff + start) * elem_;
+      if (sendingFrom(at, bytes)) return;
+      in.offerLanding(j, at, bytes);
+    }
+  }
+
+  // Where the step's one output piece can go out from the caller's memory
+  // instead of a slot: its local input for a plain send, else the kept
+  // result. nullptr: through the slot.
+  const char* sendSource(const Step& st, const FifoEnd& out, const char* local, const char* dst,
+                         uint64_t bytes) const {
+    if (plan_.wire != plan::Wire::Native || st.nSend != 1 || !out.userMemory || bytes < out.userMemory->minBytes)
+      return nullptr;
+    if (st.nRecv == 0) return local && st.flags == 0 ? local : nullptr;
+    return dst;
+  }
+
+  // The piece when the mover reads from or wrote into the caller's memory:
+  // `landed` (the input is already in dst) and/or `from` (the output goes
+  // out from there, so it is computed there).
+  void computeInUserMemory(const Step& st, const void* const in[2], const char* local, void* const out[2], char* dst,
+                           uint64_t n, bool landed, const char* from) {
+    const size_t bytes = n * elem_;
+    if (landed) {
+      for (int i = from ? 1 : 0; i < st.nSend; i++) memcpy(out[i], dst, bytes);
+    } else if (st.nRecv == 0) {  // a plain send of local (in place, dst may be local itself)
+      if (dst && dst != local) memcpy(dst, local, bytes);
+    } else {
+      reduceInto(dst, st, in, local, n);
+    }
+  }
+
+
+ public:
+  // Ends the mover's use of the caller's memory after a failed run.
+  void abandonUserMemory() noexcept {
+    if (!userMemory_) return;
+    std::vector<FifoUserMemory*> seen;
+    for (auto& cur : cursors_)
+      for (const StepFifos& f : cur.fifos)
+        for (const FifoEnd* e : {&f.in[0], &f.in[1], &f.out[0], &f.out[1]})
+          if (e->userMemory && std::find(seen.begin(), seen.end(), e->userMemory) == seen.end()) {
+            seen.push_back(e->userMemory);
+            e->userMemory->abandonUserMemory();
+          }
+  }
+
+ private:
   const plan::Plan& plan_;
   std::span<const BufferBinding> bindings_;
   char* scratch_;
@@ -392,6 +500,8 @@ class Runner {
   std::span<StepClock> clocks_;  // tracing only
   bool waitNoted_ = false;  // the diagnosis state shows a wait
   bool proxied_ = false;    // some FIFO of the plan is moved by a proxy (FifoProgress)
+  bool userMemory_ = false; // some FIFO of the plan can use the caller's memory (FifoUserMemory)
+  std::vector<SentFromUser>* sent_ = nullptr;
 };
 
 }  // namespace
@@ -400,7 +510,12 @@ void runHostPlan(const plan::Plan& plan, std::span<const BufferBinding> bindings
                  const kernels::RedOp& op, const FifoLookup& fifos, const HostExecContext& ctx) {
   Runner r(plan, bindings, scratch, op, ctx);
   r.prepare(fifos);
-  r.run();
+  try {
+    r.run();
+  } catch (...) {
+    r.abandonUserMemory();
+    throw;
+  }
 }
 
 }  // namespace weft
