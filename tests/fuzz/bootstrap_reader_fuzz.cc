@@ -36,6 +36,9 @@ struct Harness {
   std::vector<SocketAddress> table;
   Secret peerKey{};  // what ranks prove to each other (derivePeerKey), once joined
   std::vector<fuzz::AuthedConn> toRank0;  // per harness rank, once opened
+  // Second connections for a rank, open (as a duplicate process would
+  // hold them) until the input ends.
+  std::vector<fuzz::AuthedConn> twins;
   std::vector<bool> broken;                // that connection saw a bad op
   std::vector<Sent> sent;
   bool allWellFormed = true;
@@ -98,18 +101,20 @@ void op(Harness& h, fuzz::Reader& in) {
     }
     case 6: ::shutdown(c.sock.fd(), SHUT_WR); break;
     default: {  // a second connection for the same rank: one of the two is refused
-      fuzz::AuthedConn twin = fuzz::connectAuthed(h.table[0], h.peerKey, handshake::Purpose::kPeer);
+      fuzz::AuthedConn& twin = h.twins.emplace_back(
+          fuzz::connectAuthed(h.table[0], h.peerKey, handshake::Purpose::kPeer));
       PeerHello hello{kPeerHelloMagic, kVersion, rank, h.nranks};
       handshake::sendSigned(twin.sock.fd(), twin.session.toAcceptor, &hello, sizeof(hello), Deadline::after(2000),
                             StopFlags{}, "fuzz rank 0");
-      char b;
-      (void)tryRecvAll(twin.sock.fd(), &b, 1, Deadline::after(50), StopFlags{});
     }
   }
 }
 
-// Joins the harness's ranks at the root; the table names rank 0's listener.
-void joinRoot(Harness& h, const SocketAddress& root) {
+// The harness's ranks at the root: their hellos first (the root's handlers
+// run the handshakes, so this needs no rank 0 yet), their answers once rank
+// 0 joined; the table names rank 0's listener. Rank 0 joins from the
+// harness's own thread between the two, with no thread started for it.
+std::vector<fuzz::AuthedConn> helloRoot(Harness& h, const SocketAddress& root) {
   std::vector<fuzz::AuthedConn> atRoot;
   for (int r = 1; r < h.nranks; ++r) {
     atRoot.push_back(fuzz::connectAuthed(root, h.secret, handshake::Purpose::kRoot));
@@ -117,6 +122,10 @@ void joinRoot(Harness& h, const SocketAddress& root) {
     handshake::sendSigned(atRoot.back().sock.fd(), atRoot.back().session.toAcceptor, &hello, sizeof(hello),
                           Deadline::after(2000), StopFlags{}, "fuzz root");
   }
+  return atRoot;
+}
+
+void readRootAnswers(Harness& h, std::vector<fuzz::AuthedConn>& atRoot) {
   for (auto& c : atRoot) {
     fuzz::RootAnswer a;
     WEFT_FUZZ_CHECK(fuzz::readRootAnswer(c, h.nranks, kJoinMs, &a) && a.reply.status == kRootOk);
@@ -140,10 +149,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   UniqueIdLayout l{kIdMagic, kVersion, 0, root, {}};
   memcpy(l.secret, h.secret.data(), sizeof(l.secret));
   memcpy(id.internal, &l, sizeof(l));
-  std::unique_ptr<Bootstrap> rank0;
-  std::thread joiner([&] { rank0 = Bootstrap::join(id, 0, h.nranks, kJoinMs); });
-  joinRoot(h, root);
-  joiner.join();
+  std::vector<fuzz::AuthedConn> atRoot = helloRoot(h, root);
+  std::unique_ptr<Bootstrap> rank0 = Bootstrap::join(id, 0, h.nranks, kJoinMs);
+  readRootAnswers(h, atRoot);
   for (int n = 0; n < 16 && in.left() > 0; ++n) op(h, in);
   if (h.allWellFormed) {
     for (const Sent& s : h.sent) {
@@ -153,6 +161,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
   }
   h.toRank0.clear();
+  h.twins.clear();
   rank0.reset();  // bounded: readers are woken and joined
   // The root (detached) ended once every rank joined.
   WEFT_FUZZ_CHECK(fuzz::threadsBackTo(threadsBefore, 5000));
