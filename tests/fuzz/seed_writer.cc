@@ -67,6 +67,19 @@ void bootstrapSeeds() {
   write("bootstrap_wire", "peer_hello",
         Bytes().put(uint8_t(2)).put(uint8_t(3)).put(uint8_t(0)).put(PeerHello{kPeerHelloMagic, kVersion, 2, 4}).b);
   write("bootstrap_wire", "frame", Bytes().put(uint8_t(3)).put(FrameHeader{7, 64, {}}).b);
+
+  // root_reply: nranks-1, rank, how (1: the root's table length, 2: signed,
+  // 4: cut at the next 16 bits, 16: extra bytes after), the reply, the table.
+  Bytes signedOk;
+  signedOk.put(uint8_t(3)).put(uint8_t(1)).put(uint8_t(3)).put(RootReply{kRootReplyMagic, kRootOk, 4, 77});
+  for (int r = 0; r < 4; ++r) signedOk.put(loopback(static_cast<uint16_t>(5000 + r)));
+  write("root_reply", "signed_ok", signedOk.b);
+  write("root_reply", "signed_timeout",
+        Bytes().put(uint8_t(3)).put(uint8_t(2)).put(uint8_t(3)).put(RootReply{kRootReplyMagic, kRootTimedOut, 4, 0}).b);
+  Bytes cut = signedOk;
+  cut.b[2] = 3 | 4;
+  cut.put(uint16_t(40));
+  write("root_reply", "signed_ok_cut", cut.b);
 }
 
 void handshakeSeeds() {
