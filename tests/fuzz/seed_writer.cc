@@ -198,6 +198,12 @@ void statefulSeeds() {
   write("bootstrap_reader", "three_ranks", {1, 0, 0, 0, 0, 1, 'q', 1, 1, 0, 2, 2, 'r', 's'});
   write("bootstrap_reader", "goodbye", {0, 0, 0, 0, 5, 0});
   write("bootstrap_reader", "huge_header", {0, 0, 4, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0x10});
+  // Queries (tag byte 250: the number, then the request), between frames;
+  // in a 3-rank job, one from each harness rank.
+  write("bootstrap_reader", "query", {0, 0, 0, 0, 250, 7, 0, 0, 0, 0, 0, 0, 0, 3, 'a', 'b', 'c', 0, 1, 1, 2,
+                                      'x', 'y', 0, 2, 250, 8, 0, 0, 0, 0, 0, 0, 0, 0});
+  write("bootstrap_reader", "query_three_ranks", {1, 0, 0, 0, 250, 1, 0, 0, 0, 0, 0, 0, 0, 1, 'q', 1, 0, 0, 250, 2, 0,
+                                                  0, 0, 0, 0, 0, 0, 1, 'r'});
   // socket_pump: 4 slots of 256 bytes, 2 sockets, inline on; slots of 100, 0 and 256 bytes.
   Bytes pump;
   pump.put(uint8_t(3)).put(uint8_t(3)).put(uint8_t(1)).put(uint8_t(1));
