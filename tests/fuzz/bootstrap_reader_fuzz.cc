@@ -235,6 +235,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       WEFT_FUZZ_CHECK(got == s.payload);
     }
   }
+  for (auto& c : h.toRank0) fuzz::closeWithReset(c.sock);
+  for (auto& c : h.twins) fuzz::closeWithReset(c.sock);
+  for (auto& c : h.fromRank0) fuzz::closeWithReset(c.sock);
+  for (auto& c : atRoot) fuzz::closeWithReset(c.sock);
   h.toRank0.clear();
   h.twins.clear();
   rank0.reset();

@@ -144,6 +144,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       WEFT_FUZZ_CHECK(a.reply.magic == kRootReplyMagic);
     }
   }
+  for (Conn& c : conns) fuzz::closeWithReset(c.c.sock);
   conns.clear();
   if (!complete) endBootstrapRootWait(root);  // the late grace
   // The root ends once every connection is answered or gone.

@@ -231,6 +231,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   consumer.finish();
   if (wellFormed) WEFT_FUZZ_CHECK(consumer.slots() == sent);
+  for (auto& c : socks) fuzz::closeWithReset(c.sock);
   conn.reset();  // bounded: the proxy leaves on its halt flag
   return 0;
 }
