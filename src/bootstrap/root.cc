@@ -12,7 +12,7 @@
 #include <list>
 #include <memory>
 #include <mutex>
-#include <set>
+#include <map>
 #include <string>
 #include <system_error>
 #include <thread>
@@ -30,11 +30,13 @@ using namespace bootstrap_wire;
 
 namespace {
 
-// Addresses of the roots this process serves. Never destroyed: detached
+class Root;
+
+// The roots this process serves, by address. Never destroyed: detached
 // root threads may still touch it while the process exits.
 struct RootRegistry {
   std::mutex mu;
-  std::set<std::string> running;
+  std::map<std::string, std::weak_ptr<Root>> running;
 };
 RootRegistry& registry() {
   static auto* r = new RootRegistry;
@@ -58,7 +60,7 @@ class Root {
       for (;;) {
         SocketAddress from;
         int limitErr = 0;
-        Socket s = acceptOrWake(&from, &limitErr);
+        Socket s = acceptOrWake(deadline_, /*late=*/false, &from, &limitErr);
         if (limitErr) {
           // Descriptors may come back as handlers finish: keep trying, but
           // answer the ranks that joined a while before their own deadlines
@@ -92,26 +94,42 @@ class Root {
     std::atomic<bool> done{false};
   };
 
-  // The next connection, or an invalid socket once the deadline passed or
-  // a handler ended the set-up (every rank joined, or a conflict): a
+  // The next connection, or an invalid socket once `until` passed or the
+  // wait was ended (endWait). While ranks may still join (not `late`), also
+  // once a handler ended the set-up (every rank joined, or a conflict): a
   // handler rings wake_, so the table goes out at once instead of at the
   // accept loop's next look at its flags.
-  Socket acceptOrWake(SocketAddress* from, int* limitErr) {
+  Socket acceptOrWake(Deadline until, bool late, SocketAddress* from, int* limitErr) {
     for (;;) {
-      if (allJoined_.load() || conflict_.load() || deadline_.passed()) return Socket();
+      if (until.passed() || waitsEnded_.load() > (late ? 1 : 0)) return Socket();
+      if (!late && (allJoined_.load() || conflict_.load())) return Socket();
       pollfd p[2] = {{listener_.fd(), POLLIN, 0}, {wake_.fd(), POLLIN, 0}};
       // Without an eventfd (descriptors ran out) the flags are looked at
       // every 20 ms instead.
       const int64_t sliceMs = wake_.valid() ? 1000 : 20;
-      const int64_t ms = std::min<int64_t>(sliceMs, deadline_.remainingNs() / 1000000 + 1);
+      const int64_t ms = std::min<int64_t>(sliceMs, until.remainingNs() / 1000000 + 1);
       const int n = ::poll(p, 2, static_cast<int>(ms));
       if (n < 0 && errno != EINTR) raiseErrno("poll");
+      if (n > 0 && p[1].revents) {  // the flags above say why: they come before any connection waiting
+        uint64_t rung;
+        (void)!::read(wake_.fd(), &rung, sizeof rung);
+        continue;
+      }
       if (n <= 0 || !p[0].revents) continue;
       Socket s = acceptWaiting(listener_, from, limitErr);
       if (s.valid() || *limitErr) return s;
     }
   }
 
+ public:
+  // Ends the current wait now: the first call the wait for ranks (as if
+  // the deadline passed), the next the late grace.
+  void endWait() {
+    waitsEnded_.fetch_add(1);
+    wakeAcceptLoop();
+  }
+
+ private:
   void wakeAcceptLoop() {
     const uint64_t one = 1;
     if (wake_.valid()) (void)!::write(wake_.fd(), &one, sizeof one);
@@ -125,7 +143,13 @@ class Root {
     try {
       for (;;) {
         SocketAddress from;
-        Socket s = acceptFrom(listener_, grace, StopFlags{}, &from);
+        int limitErr = 0;
+        Socket s = acceptOrWake(grace, /*late=*/true, &from, &limitErr);
+        if (limitErr) {
+          WEFT_INFO(kBootstrap, "bootstrap root at %s: after its timeout: accept failed: %s", addr_.str().c_str(),
+                    strerror(limitErr));
+          return;
+        }
         if (!s.valid()) return;
         startHandler(handlers, std::move(s), from);
       }
@@ -295,8 +319,10 @@ class Root {
     for (int r = 0; r < nranks_; ++r)
       if (!ranks_[r].sock.valid() && ++nMissing <= kListed) missing += (missing.empty() ? "" : ",") + std::to_string(r);
     if (nMissing > kListed) missing += " and " + std::to_string(nMissing - kListed) + " more";
-    WEFT_WARN("bootstrap root at %s: timed out after %ld ms with %d of %d ranks joined (missing: %s)%s%s",
-              addr_.str().c_str(), static_cast<long>(timeoutMs_), joined_, nranks_,
+    const std::string ended = waitsEnded_.load() ? std::string("its wait was ended")
+                                                 : "timed out after " + std::to_string(timeoutMs_) + " ms";
+    WEFT_WARN("bootstrap root at %s: %s with %d of %d ranks joined (missing: %s)%s%s", addr_.str().c_str(),
+              ended.c_str(), joined_, nranks_,
               nranks_ ? missing.c_str() : "all", limitHit_.empty() ? "" : "; it could not serve every rank: ",
               limitHit_.c_str());
     for (auto& j : ranks_)
@@ -311,7 +337,8 @@ class Root {
   Deadline deadline_;
   std::atomic<bool> allJoined_{false};
   std::atomic<bool> conflict_{false};  // two hellos claimed one rank: set-up stops
-  Socket wake_;  // an eventfd, rung when a handler ends the set-up
+  std::atomic<int> waitsEnded_{0};     // endWait calls: 1 ends the wait for ranks, 2 the late grace
+  Socket wake_;  // an eventfd, rung when a handler ends the set-up or endWait a wait
   int32_t jobNonce_ = 0;  // in the table's reply: part of the ranks' peer key (bootstrap.cc)
   std::mutex mu_;
   bool finished_ = false;  // the table or the timeout went out; later ranks are told they are late
@@ -329,24 +356,40 @@ SocketAddress startBootstrapRoot(const SocketAddress& addr, const Secret& secret
                                  int64_t lateGraceMs) {
   SocketAddress bound;
   Socket listener = listenOn(addr, &bound);
+  auto root = std::make_shared<Root>(std::move(listener), bound, secret, timeoutMs, lateGraceMs);
   {
     std::lock_guard<std::mutex> lock(registry().mu);
-    registry().running.insert(bound.str());
+    registry().running[bound.str()] = root;
   }
-  auto root = std::make_shared<Root>(std::move(listener), bound, secret, timeoutMs, lateGraceMs);
-  std::thread([root] {
-    try {
-      root->run();
-    } catch (const std::exception& e) {
-      WEFT_WARN("bootstrap root failed: %s", e.what());
-    }
-  }).detach();
+  try {
+    std::thread([root] {
+      try {
+        root->run();
+      } catch (const std::exception& e) {
+        WEFT_WARN("bootstrap root failed: %s", e.what());
+      }
+    }).detach();
+  } catch (...) {
+    std::lock_guard<std::mutex> lock(registry().mu);
+    registry().running.erase(bound.str());
+    throw;
+  }
   return bound;
 }
 
 bool bootstrapRootRunningAt(const SocketAddress& addr) {
   std::lock_guard<std::mutex> lock(registry().mu);
   return registry().running.count(addr.str()) != 0;
+}
+
+void endBootstrapRootWait(const SocketAddress& addr) {
+  std::shared_ptr<Root> root;
+  {
+    std::lock_guard<std::mutex> lock(registry().mu);
+    auto it = registry().running.find(addr.str());
+    if (it != registry().running.end()) root = it->second.lock();
+  }
+  if (root) root->endWait();
 }
 
 // The root's answer: the address table when every rank joined, else why not.

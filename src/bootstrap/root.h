@@ -25,6 +25,13 @@ SocketAddress startBootstrapRoot(const SocketAddress& addr, const Secret& secret
 // Whether a root started by this process is still serving `addr`.
 bool bootstrapRootRunningAt(const SocketAddress& addr);
 
+// Ends the current wait of the root this process serves at `addr` now
+// rather than at its deadline: the first call the wait for ranks (the ranks
+// that joined hear it timed out), the next the late grace. For a caller that
+// knows no further rank will come (a test harness); nothing when no root
+// serves `addr`.
+void endBootstrapRootWait(const SocketAddress& addr);
+
 // A rank's side: the root's answer on `fd`, the address table when every
 // rank joined (and the set-up's nonce in *jobNonce); else throws naming why.
 std::vector<SocketAddress> readRootReply(int fd, handshake::StreamMac& mac, int rank, int nranks, Deadline deadline,

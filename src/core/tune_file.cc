@@ -77,13 +77,14 @@ void readTune(std::istream& f, const std::string& path, algo::CostInputs* in) {
       raise(weftInvalidArgument, "%s:%d: expected '%s <number>'", path.c_str(), lineNo, key.c_str());
     const double v = number(path, lineNo, key, values[0]);
     if (key == "direct_min_bytes") {
-      if (v != double(uint64_t(v)) || v < 1)
+      if (v < 1 || v != double(uint64_t(v)))  // number() keeps v within uint64_t's range
         raise(weftInvalidArgument, "%s:%d: %s must be a positive integer", path.c_str(), lineNo, key.c_str());
       read.directMinBytes = uint64_t(v);
       continue;
     }
     if (key == "measured.nranks" || key == "measured.nhosts") {
-      if (v != double(int(v)) || v < 1 || v > 1 << 20)
+      // The range first: converting a double beyond int's range is undefined.
+      if (v < 1 || v > 1 << 20 || v != double(int(v)))
         raise(weftInvalidArgument, "%s:%d: %s must be a positive integer", path.c_str(), lineNo, key.c_str());
       (key == "measured.nranks" ? read.measuredRanks : read.measuredHosts) = int(v);
       continue;

@@ -17,6 +17,7 @@
 
 #include "src/bootstrap/bootstrap.h"
 #include "src/bootstrap/handshake.h"
+#include "src/bootstrap/root.h"
 #include "src/bootstrap/wire.h"
 #include "src/util/error.h"
 #include "src/util/socket.h"
@@ -418,6 +419,39 @@ TEST_F(BootstrapTest, MissingRankTimesOutWithinBound) {
   for (auto& t : threads) t.join();
   EXPECT_EQ(timeouts.load(), 2);
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(3));
+}
+
+// A caller that knows no further rank will come ends the root's waits
+// itself: the rank that joined hears "timed out" at once, not after the
+// root's minute, and the root is gone once its late grace is ended too.
+TEST_F(BootstrapTest, EndingTheRootsWaitsAnswersAtOnce) {
+  const Secret secret{9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 1, 2, 3, 4, 5, 6};
+  SocketAddress any = SocketAddress::parse("127.0.0.1:1", "test");
+  any.setPort(0);
+  const SocketAddress root = startBootstrapRoot(any, secret, 60000, 60000);
+  weftUniqueId id{};
+  bootstrap_wire::UniqueIdLayout l{bootstrap_wire::kIdMagic, bootstrap_wire::kVersion, 0, root, {}};
+  memcpy(l.secret, secret.data(), sizeof(l.secret));
+  memcpy(id.internal, &l, sizeof(l));
+  const auto t0 = std::chrono::steady_clock::now();
+  weftResult_t code = weftSuccess;
+  std::thread rank0([&] {
+    try {
+      Bootstrap::join(id, 0, 2, 60000);  // rank 1 never comes
+    } catch (const Error& e) {
+      code = e.code();
+    }
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  endBootstrapRootWait(root);  // the wait for ranks
+  rank0.join();
+  EXPECT_EQ(code, weftTimeout);
+  EXPECT_TRUE(bootstrapRootRunningAt(root));  // still serving late ranks
+  endBootstrapRootWait(root);  // the late grace
+  while (bootstrapRootRunningAt(root) && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(20))
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_FALSE(bootstrapRootRunningAt(root));
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(10));
 }
 
 TEST_F(BootstrapTest, NranksMismatchIsRejected) {

@@ -6,7 +6,9 @@
 // stops, raw bytes, a second connection for a rank already connected, an
 // abrupt close. When every frame was well formed, rank 0 must receive each
 // exactly as sent; whatever came, its bootstrap must be destroyed within
-// bounds. Queries are left out: their answer connects back to the harness.
+// bounds. Queries (while everything so far was well formed) must be
+// answered: rank 0 connects back to the asking rank's listener, which the
+// harness serves, and sends the number and its handler's answer, signed.
 #include <thread>
 
 #include "src/bootstrap/bootstrap.h"
@@ -31,22 +33,94 @@ struct Sent {
 struct Harness {
   Secret secret{7, 7, 7, 7, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
   int nranks = 2;
-  Socket listener;  // where the harness's ranks "listen" (nothing reads it)
+  Socket listener;  // where the harness's ranks listen (rank 0 connects to answer a query)
   SocketAddress listenAt;
   std::vector<SocketAddress> table;
   Secret peerKey{};  // what ranks prove to each other (derivePeerKey), once joined
   std::vector<fuzz::AuthedConn> toRank0;  // per harness rank, once opened
+  // Second connections for a rank, open (as a duplicate process would
+  // hold them) until the input ends.
+  std::vector<fuzz::AuthedConn> twins;
   std::vector<bool> broken;                // that connection saw a bad op
+  // Rank 0's connections to the harness's ranks, opened to answer their
+  // queries (accepted on `listener`, one query at a time).
+  struct FromRank0 {
+    Socket sock;
+    handshake::StreamMac mac;
+  };
+  std::vector<FromRank0> fromRank0;
   std::vector<Sent> sent;
   bool allWellFormed = true;
 };
 
-uint64_t tagFrom(fuzz::Reader& in) {
+// A tag byte from 250 on asks a query (queryFrom) instead of a frame.
+constexpr uint8_t kQueryByte = 250;
+
+uint64_t tagFrom(fuzz::Reader& in, uint8_t t) {
   static const uint64_t kTags[] = {1, 2, 42, kAllGatherTag, kBarrierTag, kGoodbyeTag, kQueryReplyTag};
-  const uint8_t t = in.byte();
   if (t < 200) return kTags[t % std::size(kTags)];
   const uint64_t raw = in.take<uint64_t>();
   return raw == kQueryTag ? 3 : raw;
+}
+uint64_t tagFrom(fuzz::Reader& in) { return tagFrom(in, in.byte()); }
+
+// What rank 0's query handler answers (the harness checks it came back).
+std::vector<char> answerTo(int peer, const std::vector<char>& request) {
+  std::vector<char> out(request.rbegin(), request.rend());
+  out.push_back(static_cast<char>(peer));
+  return out;
+}
+
+// Rank 0's answer to the harness rank's query `id`: on rank 0's connection
+// to that rank's listener (accepted, authenticated and greeted the first
+// time), a signed reply frame holding the number and the handler's answer.
+void awaitAnswer(Harness& h, int rank, uint64_t id, const std::vector<char>& request) {
+  const Deadline d = Deadline::after(kJoinMs);
+  Harness::FromRank0& a = h.fromRank0[rank];
+  if (!a.sock.valid()) {
+    SocketAddress from;
+    a.sock = acceptFrom(h.listener, d, StopFlags{}, &from);
+    WEFT_FUZZ_CHECK(a.sock.valid());
+    handshake::Session session;
+    std::string why;
+    WEFT_FUZZ_CHECK(handshake::acceptSide(a.sock.fd(), h.peerKey, handshake::Purpose::kPeer, d, StopFlags{},
+                                          &session, &why));
+    PeerHello hello{};
+    WEFT_FUZZ_CHECK(handshake::recvSigned(a.sock.fd(), session.toAcceptor, &hello, sizeof(hello), d, StopFlags{}, &why));
+    WEFT_FUZZ_CHECK(peerHelloProblem(hello, rank, h.nranks).empty() && hello.fromRank == 0);
+    a.mac = session.toAcceptor;
+  }
+  FrameHeader fh{};
+  WEFT_FUZZ_CHECK(tryRecvAll(a.sock.fd(), &fh, sizeof(fh), d, StopFlags{}) == IoStatus::Ok);
+  WEFT_FUZZ_CHECK(frameHeaderProblem(fh).empty() && fh.tag == kQueryReplyTag);
+  std::vector<char> payload(fh.bytes);
+  WEFT_FUZZ_CHECK(tryRecvAll(a.sock.fd(), payload.data(), payload.size(), d, StopFlags{}) == IoStatus::Ok);
+  WEFT_FUZZ_CHECK(a.mac.verify(&fh, kFrameSignedBytes, payload.data(), payload.size(), fh.mac));
+  std::vector<char> expect(sizeof(id));
+  memcpy(expect.data(), &id, sizeof(id));
+  const std::vector<char> body = answerTo(rank, request);
+  expect.insert(expect.end(), body.begin(), body.end());
+  WEFT_FUZZ_CHECK(payload == expect);
+}
+
+// A query to rank 0 (its number, then the request), asked only while every
+// frame so far was well formed: rank 0 must then answer, and the harness
+// waits for it (an answer nobody accepts would hold rank 0's teardown for
+// the answer's bound).
+void queryFrom(Harness& h, int rank, fuzz::Reader& in) {
+  const uint64_t id = in.take<uint64_t>();
+  const std::vector<uint8_t> raw = in.bytes(in.byte());
+  if (!h.allWellFormed || h.broken[rank]) return;
+  const std::vector<char> request(raw.begin(), raw.end());
+  std::vector<uint8_t> payload(sizeof(id));
+  memcpy(payload.data(), &id, sizeof(id));
+  payload.insert(payload.end(), raw.begin(), raw.end());
+  FrameHeader fh{kQueryTag, payload.size(), {}};
+  fuzz::AuthedConn& c = h.toRank0[rank];
+  c.session.toAcceptor.sign(&fh, kFrameSignedBytes, payload.data(), payload.size(), fh.mac);
+  fuzz::sendRaw(c.sock.fd(), &fh, sizeof(fh));
+  fuzz::sendRaw(c.sock.fd(), payload.data(), payload.size());
+  awaitAnswer(h, rank, id, request);
 }
 
 void connectAs(Harness& h, int rank, fuzz::Reader& in) {
@@ -61,7 +135,9 @@ void connectAs(Harness& h, int rank, fuzz::Reader& in) {
 }
 
 void signedFrame(Harness& h, int rank, fuzz::Reader& in) {
-  const uint64_t tag = tagFrom(in);
+  const uint8_t t = in.byte();
+  if (t >= kQueryByte) return queryFrom(h, rank, in);
+  const uint64_t tag = tagFrom(in, t);
   const std::vector<uint8_t> payload = in.bytes(in.byte());
   FrameHeader fh{tag, payload.size(), {}};
   fuzz::AuthedConn& c = h.toRank0[rank];
@@ -98,18 +174,20 @@ void op(Harness& h, fuzz::Reader& in) {
     }
     case 6: ::shutdown(c.sock.fd(), SHUT_WR); break;
     default: {  // a second connection for the same rank: one of the two is refused
-      fuzz::AuthedConn twin = fuzz::connectAuthed(h.table[0], h.peerKey, handshake::Purpose::kPeer);
+      fuzz::AuthedConn& twin = h.twins.emplace_back(
+          fuzz::connectAuthed(h.table[0], h.peerKey, handshake::Purpose::kPeer));
       PeerHello hello{kPeerHelloMagic, kVersion, rank, h.nranks};
       handshake::sendSigned(twin.sock.fd(), twin.session.toAcceptor, &hello, sizeof(hello), Deadline::after(2000),
                             StopFlags{}, "fuzz rank 0");
-      char b;
-      (void)tryRecvAll(twin.sock.fd(), &b, 1, Deadline::after(50), StopFlags{});
     }
   }
 }
 
-// Joins the harness's ranks at the root; the table names rank 0's listener.
-void joinRoot(Harness& h, const SocketAddress& root) {
+// The harness's ranks at the root: their hellos first (the root's handlers
+// run the handshakes, so this needs no rank 0 yet), their answers once rank
+// 0 joined; the table names rank 0's listener. Rank 0 joins from the
+// harness's own thread between the two, with no thread started for it.
+std::vector<fuzz::AuthedConn> helloRoot(Harness& h, const SocketAddress& root) {
   std::vector<fuzz::AuthedConn> atRoot;
   for (int r = 1; r < h.nranks; ++r) {
     atRoot.push_back(fuzz::connectAuthed(root, h.secret, handshake::Purpose::kRoot));
@@ -117,6 +195,10 @@ void joinRoot(Harness& h, const SocketAddress& root) {
     handshake::sendSigned(atRoot.back().sock.fd(), atRoot.back().session.toAcceptor, &hello, sizeof(hello),
                           Deadline::after(2000), StopFlags{}, "fuzz root");
   }
+  return atRoot;
+}
+
+void readRootAnswers(Harness& h, std::vector<fuzz::AuthedConn>& atRoot) {
   for (auto& c : atRoot) {
     fuzz::RootAnswer a;
     WEFT_FUZZ_CHECK(fuzz::readRootAnswer(c, h.nranks, kJoinMs, &a) && a.reply.status == kRootOk);
@@ -134,16 +216,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   h.nranks = 2 + in.byte() % 2;
   h.toRank0.resize(h.nranks);
   h.broken.assign(h.nranks, false);
+  h.fromRank0.resize(h.nranks);
   h.listener = listenOn(fuzz::loopback(), &h.listenAt);
   const SocketAddress root = startBootstrapRoot(fuzz::loopback(), h.secret, kJoinMs);
   weftUniqueId id{};
   UniqueIdLayout l{kIdMagic, kVersion, 0, root, {}};
   memcpy(l.secret, h.secret.data(), sizeof(l.secret));
   memcpy(id.internal, &l, sizeof(l));
-  std::unique_ptr<Bootstrap> rank0;
-  std::thread joiner([&] { rank0 = Bootstrap::join(id, 0, h.nranks, kJoinMs); });
-  joinRoot(h, root);
-  joiner.join();
+  std::vector<fuzz::AuthedConn> atRoot = helloRoot(h, root);
+  std::unique_ptr<Bootstrap> rank0 = Bootstrap::join(id, 0, h.nranks, kJoinMs);
+  rank0->setQueryHandler(answerTo);
+  readRootAnswers(h, atRoot);
   for (int n = 0; n < 16 && in.left() > 0; ++n) op(h, in);
   if (h.allWellFormed) {
     for (const Sent& s : h.sent) {
@@ -152,8 +235,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       WEFT_FUZZ_CHECK(got == s.payload);
     }
   }
+  for (auto& c : h.toRank0) fuzz::closeWithReset(c.sock);
+  for (auto& c : h.twins) fuzz::closeWithReset(c.sock);
+  for (auto& c : h.fromRank0) fuzz::closeWithReset(c.sock);
+  for (auto& c : atRoot) fuzz::closeWithReset(c.sock);
   h.toRank0.clear();
-  rank0.reset();  // bounded: readers are woken and joined
+  h.twins.clear();
+  rank0.reset();
+  h.fromRank0.clear();  // bounded: readers are woken and joined
   // The root (detached) ended once every rank joined.
   WEFT_FUZZ_CHECK(fuzz::threadsBackTo(threadsBefore, 5000));
   return 0;

@@ -7,6 +7,11 @@
 // valid MAC or a closed connection (never a hang); when the hellos make a
 // complete, consistent job, every rank gets the table of their addresses;
 // and the root must end within its bound once the connections are gone.
+// When the job cannot complete, the harness ends the root's wait for ranks
+// itself once its on-time connections are open (endBootstrapRootWait), the
+// input's late connections then meet the root's late grace, and the harness
+// ends that too: each input takes the time of its connections, not of the
+// root's deadlines.
 #include <thread>
 
 #include "src/bootstrap/root.h"
@@ -18,15 +23,12 @@ using namespace weft::bootstrap_wire;
 
 namespace {
 
-// The root's timeout is chosen per input, once the input is read: a job that
-// the hellos make complete gets a long one, so the root must send the table
-// even on a loaded machine; an incomplete job can only end in a timeout, so
-// it gets a short one (and some connections then arrive after it, at a root
-// serving late ranks or already gone). Either way every input ends in tens
-// of milliseconds instead of waiting out a fixed deadline.
-constexpr int64_t kCompleteJobTimeoutMs = 3000;
-constexpr int64_t kIncompleteJobTimeoutMs = 20;
-constexpr int64_t kLateGraceMs = 20;
+// The root's own deadlines only back the harness up: a complete job ends
+// when its last rank joins, an incomplete one when the harness ends the
+// root's waits. Long, so that on a loaded machine they never end an input
+// before the harness does.
+constexpr int64_t kRootTimeoutMs = 3000;
+constexpr int64_t kLateGraceMs = 3000;
 
 // One connection as the input describes it (read before any is opened).
 struct Plan {
@@ -64,7 +66,8 @@ Plan planFrom(fuzz::Reader& in, int index) {
 
 void open(const Plan& p, const SocketAddress& root, const Secret& secret, Conn* out) {
   if (p.mode >= 6) {  // no handshake: raw bytes (or none), then EOF
-    Socket s = connectTo(root, Deadline::after(2000), StopFlags{}, false);
+    Socket s = fuzz::connectOnce(root);
+    if (!s.valid()) raise(weftRemoteError, "fuzz harness: connect to the root refused");
     fuzz::sendRaw(s.fd(), p.raw.data(), p.raw.size());
     return;  // closed here
   }
@@ -108,20 +111,26 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::vector<Plan> plans(1 + in.byte() % 4);
   for (size_t i = 0; i < plans.size(); ++i) plans[i] = planFrom(in, static_cast<int>(i));
   const bool complete = completeJob(plans);
-  const int64_t timeoutMs = complete ? kCompleteJobTimeoutMs : kIncompleteJobTimeoutMs;
-  const SocketAddress root = startBootstrapRoot(fuzz::loopback(), secret, timeoutMs, kLateGraceMs);
+  // Connections from lateFrom on open after the wait for ranks ended (none
+  // when the input says nothing, nor for a complete job: it ends itself).
+  const size_t lateFrom = complete ? plans.size() : plans.size() - in.byte() % (plans.size() + 1);
+  const SocketAddress root = startBootstrapRoot(fuzz::loopback(), secret, kRootTimeoutMs, kLateGraceMs);
   std::vector<Conn> conns(plans.size());
   try {
-    for (size_t i = 0; i < plans.size(); ++i) open(plans[i], root, secret, &conns[i]);
+    for (size_t i = 0; i < plans.size(); ++i) {
+      if (i == lateFrom) endBootstrapRootWait(root);
+      open(plans[i], root, secret, &conns[i]);
+    }
   } catch (const Error&) {
-    // The root may already have timed out and closed its listener.
+    // The root may already have ended and closed its listener.
   }
+  if (!complete && lateFrom == plans.size()) endBootstrapRootWait(root);
   for (size_t i = 0; i < conns.size(); ++i) {
     Conn& c = conns[i];
     if (!c.signedHello) continue;
     const RootHello& hello = plans[i].hello;
     fuzz::RootAnswer a;
-    const bool answered = fuzz::readRootAnswer(c.c, hello.nranks, timeoutMs + 3000, &a);
+    const bool answered = fuzz::readRootAnswer(c.c, hello.nranks, kRootTimeoutMs + 3000, &a);
     if (complete) {
       // Accepted, or (a machine too loaded to finish within the root's
       // deadline) told it timed out; never refused or left unanswered.
@@ -135,12 +144,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       WEFT_FUZZ_CHECK(a.reply.magic == kRootReplyMagic);
     }
   }
+  for (Conn& c : conns) fuzz::closeWithReset(c.c.sock);
   conns.clear();
+  if (!complete) endBootstrapRootWait(root);  // the late grace
   // The root ends once every connection is answered or gone.
-  const Deadline bound = Deadline::after(timeoutMs + kLateGraceMs + 5000);
+  const Deadline bound = Deadline::after(kRootTimeoutMs + kLateGraceMs + 5000);
   while (bootstrapRootRunningAt(root)) {
     WEFT_FUZZ_CHECK(!bound.passed());
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
   }
   WEFT_FUZZ_CHECK(fuzz::threadsBackTo(threadsBefore, 5000));
   return 0;

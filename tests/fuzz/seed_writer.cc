@@ -67,6 +67,19 @@ void bootstrapSeeds() {
   write("bootstrap_wire", "peer_hello",
         Bytes().put(uint8_t(2)).put(uint8_t(3)).put(uint8_t(0)).put(PeerHello{kPeerHelloMagic, kVersion, 2, 4}).b);
   write("bootstrap_wire", "frame", Bytes().put(uint8_t(3)).put(FrameHeader{7, 64, {}}).b);
+
+  // root_reply: nranks-1, rank, how (1: the root's table length, 2: signed,
+  // 4: cut at the next 16 bits, 16: extra bytes after), the reply, the table.
+  Bytes signedOk;
+  signedOk.put(uint8_t(3)).put(uint8_t(1)).put(uint8_t(3)).put(RootReply{kRootReplyMagic, kRootOk, 4, 77});
+  for (int r = 0; r < 4; ++r) signedOk.put(loopback(static_cast<uint16_t>(5000 + r)));
+  write("root_reply", "signed_ok", signedOk.b);
+  write("root_reply", "signed_timeout",
+        Bytes().put(uint8_t(3)).put(uint8_t(2)).put(uint8_t(3)).put(RootReply{kRootReplyMagic, kRootTimedOut, 4, 0}).b);
+  Bytes cut = signedOk;
+  cut.b[2] = 3 | 4;
+  cut.put(uint16_t(40));
+  write("root_reply", "signed_ok_cut", cut.b);
 }
 
 void handshakeSeeds() {
@@ -185,6 +198,12 @@ void statefulSeeds() {
   write("bootstrap_reader", "three_ranks", {1, 0, 0, 0, 0, 1, 'q', 1, 1, 0, 2, 2, 'r', 's'});
   write("bootstrap_reader", "goodbye", {0, 0, 0, 0, 5, 0});
   write("bootstrap_reader", "huge_header", {0, 0, 4, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0x10});
+  // Queries (tag byte 250: the number, then the request), between frames;
+  // in a 3-rank job, one from each harness rank.
+  write("bootstrap_reader", "query", {0, 0, 0, 0, 250, 7, 0, 0, 0, 0, 0, 0, 0, 3, 'a', 'b', 'c', 0, 1, 1, 2,
+                                      'x', 'y', 0, 2, 250, 8, 0, 0, 0, 0, 0, 0, 0, 0});
+  write("bootstrap_reader", "query_three_ranks", {1, 0, 0, 0, 250, 1, 0, 0, 0, 0, 0, 0, 0, 1, 'q', 1, 0, 0, 250, 2, 0,
+                                                  0, 0, 0, 0, 0, 0, 1, 'r'});
   // socket_pump: 4 slots of 256 bytes, 2 sockets, inline on; slots of 100, 0 and 256 bytes.
   Bytes pump;
   pump.put(uint8_t(3)).put(uint8_t(3)).put(uint8_t(1)).put(uint8_t(1));
