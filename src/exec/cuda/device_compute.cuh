@@ -38,8 +38,8 @@ enum DevOpKind : int32_t { kOpSum = 0, kOpProd = 1, kOpMax = 2, kOpMin = 3, kOpA
 // * anything else (scaling only, Avg of one input): kUnroll per input.
 // The generic loop's depth is what ptxas (sm_90, 512 threads, 128
 // registers) compiled without spills at the time it was written; the leaner
-// loops' depths are checked by `-Xptxas -v` (docs/cuda.md), not measured
-// for speed on a GPU.
+// loops' register use is reported in docs/cuda.md; none of the depths is
+// measured for speed on a GPU yet.
 constexpr int kUnroll = 2;
 constexpr int kCopyUnroll = 8;
 constexpr int kReduceUnroll = 4;
