@@ -166,13 +166,15 @@ WEFT_API weftResult_t weftCommAbort(weftComm_t comm);
 WEFT_API weftResult_t weftCommGetAsyncError(weftComm_t comm, weftResult_t* asyncError);
 /* Sets up, outside the call path, the connections device calls of comm use:
  * the device FIFOs of every call shape (the ring's on both protocols, trees,
- * AllToAll and point-to-point peers), and the device stream and status word,
- * so that later device calls, CUDA graph capture included, connect nothing
- * and meet no implicit synchronisation (several ranks on one GPU). Collective:
- * every rank of comm calls it, outside any group and capture; bounded by
+ * AllToAll and point-to-point peers), and the device stream, status word and
+ * plan-image memory (WEFT_DEVICE_IMAGE_ARENA), so that later device calls of
+ * those shapes, at any count, connect, allocate and register nothing and meet
+ * no implicit synchronisation (several ranks on one GPU). Collective: every
+ * rank of comm calls it, outside any group and capture; bounded by
  * WEFT_TIMEOUT_MS. Without a GPU it connects the host ends of those edges.
- * Plans, their device images and scratch are still made by the first call of
- * each shape. */
+ * Scratch sized by a call (hierarchical plans, Send/Recv to self, in-place
+ * AllToAll) is still allocated by the first call that needs it, and a graph
+ * captures only calls whose (count, shape) ran once outside capture. */
 WEFT_API weftResult_t weftCommWarmup(weftComm_t comm);
 /* "Who has not arrived": gathers every rank's state of comm over the
  * bootstrap network (the collective each rank is in or last finished, how far

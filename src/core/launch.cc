@@ -443,17 +443,47 @@ std::vector<plan::Plan> deviceCallShapes(weftComm_t comm) {
 
 }  // namespace
 
+namespace {
+
+// The most channels a ring-shaped device call that runs LL uses, as
+// chooseAlgo decides it per size (0: none runs LL). Every rank decides
+// alike (same topology, filters and settings).
+int deviceLlRingChannels(weftComm_t comm) {
+  int most = 0;
+  for (plan::Coll c : {plan::Coll::AllReduce, plan::Coll::AllGather, plan::Coll::ReduceScatter})
+    for (uint64_t bytes = 64; bytes <= (uint64_t(1) << 30); bytes *= 2) {
+      OpDesc op;
+      op.coll = c;
+      op.type = weftUint8;
+      op.count = bytes / (c == plan::Coll::AllReduce ? 1 : comm->nranks);
+      op.device = true;
+      const algo::CallChoice choice = chooseAlgo(comm, op);
+      if (choice.proto == algo::kLowLatency && choice.algo == algo::kRing && choice.shape.nChannels * 2 <= kLlConnBase)
+        most = std::max(most, choice.shape.nChannels);
+    }
+  return most;
+}
+
+}  // namespace
+
 void setUpDevicePath(weftComm_t comm) {
   if (!everyRankSetsUpDevices(comm)) return;
-  if (comm->nranks == 1) return cuda::setUpDeviceAtInit(comm, nullptr);
-  const algo::CollArgs a = largeDeviceArgs(comm);
+  if (comm->nranks == 1) return cuda::setUpDeviceAtInit(comm, {});
+  algo::CollArgs a = largeDeviceArgs(comm);
   // The ring's edges are the ones most device calls use (AllReduce,
-  // AllGather, ReduceScatter rings); other shapes connect on first use.
-  // Every rank connects them, a rank without a GPU too (its end of an IB
-  // edge with GPUDirect RDMA at the other end is a device edge as well).
-  const plan::Plan ring = algo::algoInfo(algo::kRing).build(a);
-  comm->connections->ensure(ring, /*device=*/true);
-  cuda::setUpDeviceAtInit(comm, &ring);
+  // AllGather, ReduceScatter rings), on the ll connections too for the
+  // channels small calls use; other shapes connect at weftCommWarmup or
+  // their first call. Every rank connects them, a rank without a GPU too
+  // (its end of an IB edge with GPUDirect RDMA at the other end is a device
+  // edge as well).
+  std::vector<plan::Plan> rings{algo::algoInfo(algo::kRing).build(a)};
+  if (const int llChannels = deviceLlRingChannels(comm)) {
+    a.nChannels = llChannels;
+    rings.push_back(algo::algoInfo(algo::kRing).build(a));
+    useLlConnections(rings.back());
+  }
+  for (const plan::Plan& ring : rings) comm->connections->ensure(ring, /*device=*/true);
+  cuda::setUpDeviceAtInit(comm, rings);
 }
 
 void warmUpDevicePath(weftComm_t comm) {

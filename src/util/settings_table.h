@@ -61,6 +61,8 @@ WEFT_SETTING(kDeviceNChannels, "WEFT_DEVICE_NCHANNELS", Int, "0", Comm,
              "most channels of a device call, 1..64; 0: from the GPU link (NVLink 16, PCIe 4)")
 WEFT_SETTING(kDeviceExactArith, "WEFT_DEVICE_EXACT_ARITH", Bool, "0", Comm,
              "device float16/bfloat16 reductions round as the host executor does (no half2/bfloat162 instructions)")
+WEFT_SETTING(kDeviceImageArena, "WEFT_DEVICE_IMAGE_ARENA", Int, "4M", Comm,
+             "bytes of device memory per communicator for plan images, reserved with its device state")
 WEFT_SETTING_NCCL(kNet, "WEFT_NET", "NCCL_NET", String, nullptr, Comm, "force Socket or IB between hosts")
 
 // FIFOs, channels, algorithms

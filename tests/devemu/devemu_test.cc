@@ -100,7 +100,7 @@ TEST(DevEmu, TypesAndOps) {
 }
 
 // 16-byte vectors and their tails: aligned and misaligned starts, counts
-// around the unrolled block (threads x kUnroll vectors).
+// around the unrolled blocks (threads x kCopyUnroll / kReduceUnroll vectors).
 TEST(DevEmu, AlignmentAndTails) {
   for (weftDataType_t t : {weftFloat32, weftFloat16})
     for (uint64_t mis : {0, 1, 2, 3, 8})

@@ -1,8 +1,10 @@
 #include "src/exec/cuda/launch_policy.h"
+#include "src/exec/cuda/image_arena.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -104,6 +106,91 @@ TEST(DeviceBlocks, NullBlockIsNotQueued) {
   auto q = std::make_shared<Queue>();
   { DeviceBlock b(nullptr, 0, q); }
   EXPECT_EQ(q->size(), 0u);
+}
+
+}  // namespace
+}  // namespace weft::cuda
+
+namespace weft::cuda {
+namespace {
+
+TEST(ImageArena, RangesAreAlignedAndDisjointUntilFull) {
+  RangeArena a(4096);
+  ASSERT_EQ(a.capacity(), 4096u);
+  std::vector<size_t> at;
+  for (size_t bytes : {1, 255, 256, 257}) {
+    std::optional<size_t> r = a.take(bytes);
+    ASSERT_TRUE(r.has_value()) << bytes;
+    EXPECT_EQ(*r % RangeArena::kAlign, 0u);
+    at.push_back(*r);
+  }
+  EXPECT_EQ(at, (std::vector<size_t>{0, 256, 512, 768})) << "first fit, rounded to 256 bytes";
+  EXPECT_EQ(a.usedBytes(), 1280u);
+  EXPECT_EQ(a.freeBytes(), 4096u - 1280u);
+  EXPECT_FALSE(a.take(4096 - 1280 + 1).has_value()) << "no range that big is free";
+  ASSERT_TRUE(a.take(4096 - 1280).has_value());
+  EXPECT_EQ(a.freeBytes(), 0u);
+  EXPECT_FALSE(a.take(1).has_value());
+}
+
+TEST(ImageArena, LetGoRangesCoolUntilTheirLaunchCompleted) {
+  RangeArena a(1024);
+  const size_t x = *a.take(512), y = *a.take(512);
+  EXPECT_FALSE(a.take(256).has_value());
+  EXPECT_TRUE(a.retire(x, /*ticket=*/5));
+  EXPECT_FALSE(a.retire(x, 5)) << "a range is let go once";
+  EXPECT_FALSE(a.retire(12345, 5)) << "not a range of the arena";
+  EXPECT_EQ(a.coolingRanges(), 1u);
+  EXPECT_FALSE(a.take(256).has_value()) << "launches up to 5 may still read it";
+  EXPECT_EQ(a.reclaim(4), 0u);
+  EXPECT_FALSE(a.take(256).has_value());
+  EXPECT_EQ(a.reclaim(5), 1u);
+  EXPECT_EQ(a.coolingRanges(), 0u);
+  EXPECT_EQ(a.freeBytes(), 512u);
+  // Freed neighbours merge back into one range.
+  EXPECT_TRUE(a.retire(y, 6));
+  EXPECT_EQ(a.reclaim(100), 1u);
+  EXPECT_EQ(a.freeBytes(), 1024u);
+  std::optional<size_t> whole = a.take(1024);
+  ASSERT_TRUE(whole.has_value());
+  EXPECT_EQ(*whole, 0u);
+}
+
+TEST(ImageArena, ChurnKeepsTheBookkeepingWhole) {
+  RangeArena a(64 * 1024);
+  std::vector<std::pair<size_t, size_t>> live;  // offset, bytes
+  uint64_t seq = 0;
+  unsigned rnd = 12345;
+  for (int i = 0; i < 2000; i++) {
+    rnd = rnd * 1103515245u + 12345u;
+    const size_t bytes = 1 + (rnd >> 8) % 3000;
+    if (std::optional<size_t> at = a.take(bytes)) {
+      for (const auto& [o, n] : live)
+        ASSERT_TRUE(*at + bytes <= o || o + n <= *at) << "overlapping ranges";
+      live.push_back({*at, bytes});
+    }
+    if (live.size() > 8 || (rnd & 1)) {
+      if (!live.empty()) {
+        const size_t k = (rnd >> 4) % live.size();
+        ASSERT_TRUE(a.retire(live[k].first, seq + 1));
+        live.erase(live.begin() + static_cast<long>(k));
+      }
+    }
+    seq++;
+    a.reclaim(seq >= 3 ? seq - 3 : 0);  // launches complete a few behind
+  }
+  for (const auto& [o, n] : live) ASSERT_TRUE(a.retire(o, seq));
+  a.reclaim(seq);
+  EXPECT_EQ(a.freeBytes(), a.capacity());
+  EXPECT_EQ(a.usedBytes(), 0u);
+}
+
+TEST(SetupActions, CountedProcessWide) {
+  const uint64_t before = deviceSetupActions().load();
+  std::thread t([] { countDeviceSetup(); });
+  t.join();
+  countDeviceSetup();
+  EXPECT_EQ(deviceSetupActions().load(), before + 2);
 }
 
 }  // namespace

@@ -73,7 +73,10 @@ if [[ ${status[build]} == PASS ]]; then
   nvidia-smi -L 2>/dev/null || true
   step "GPU tests + host-side unit tests"
   # gpu_test includes GpuLl (device LL with two ranks sharing the GPU, and
-  # weftCommWarmup before a captured LL call), next to the matrix and graphs.
+  # weftCommWarmup before a captured LL call), GpuSetup (no allocation,
+  # registration or mapping after init and weftCommWarmup), GpuLargeGroup
+  # (groups of 65-257 point-to-point calls, eager and captured), next to
+  # the matrix and graphs.
   # Skips that are right on this machine: the no-GPU checks, and two GPUs
   # where there is one.
   allowed_skips='-CudaBuildWithoutGpu.*'

@@ -11,6 +11,7 @@
 #if WEFT_HAVE_CUDA
 #include <cuda_runtime_api.h>
 
+#include "src/exec/cuda/launch_policy.h"
 #include "src/exec/cuda/runtime.h"
 #include "src/util/settings.h"
 #endif
@@ -97,6 +98,7 @@ class P2pTransport : public Transport {
     if (c->device < 0) raise(weftInvalidUsage, "p2p: rank %d has no CUDA device", ctx.rank);
     cuda::DeviceGuard guard(c->device);
     const size_t bytes = fifoBytes(ctx.geometry.nSlots, ctx.geometry.slotBytes);
+    cuda::countDeviceSetup();  // connecting: the allocation and copies below may synchronise
     WEFT_CUDA_CHECK(cudaMalloc(&c->owned, bytes));
     // The header is built on the host (fifoInit validates the geometry) and
     // copied into place. The slots start zeroed: device LL reads a zero
@@ -130,6 +132,7 @@ class P2pTransport : public Transport {
     ctx.bootstrap->recv(peer, tag, &offer, sizeof(offer));
     const size_t bytes = fifoBytes(ctx.geometry.nSlots, ctx.geometry.slotBytes);
     cuda::DeviceGuard guard(c->device);
+    cuda::countDeviceSetup();  // connecting: peer access or an IPC mapping may synchronise
     void* mem;
     int devices = 0;
     if (cudaGetDeviceCount(&devices) != cudaSuccess) devices = 0;

@@ -27,14 +27,22 @@ namespace weft::cuda {
 
 enum DevOpKind : int32_t { kOpSum = 0, kOpProd = 1, kOpMax = 2, kOpMin = 3, kOpAvg = 4, kOpPreMulSum = 5 };
 
-// 16-byte loads in flight per thread and input in the aligned loop. NCCL
-// uses 8 on sm80+; here the loop keeps up to three inputs and decodes
-// narrow types element by element in registers, and ptxas (sm_90, 512
-// threads) spills at 4: float32 Sum 172 bytes, float16 Sum 200 bytes of
-// spill stores; at 2 neither spills (64 and 128 registers). Deeper
-// unrolling needs a leaner loop (e.g. one for plain copies) and a GPU to
-// measure it on.
+// 16-byte loads in flight per thread in the aligned loops, each thread
+// issuing all of them before it uses one. Three loops, so that no register
+// holds an input a piece does not have:
+// * plain copies (one input, bits moved untouched: AllGather, Broadcast,
+//   the last pass of a ring AllReduce): kCopyUnroll vectors;
+// * reductions of a FIFO input with the local buffer (ring reduce) or two
+//   FIFO inputs with or without it (trees): kReduceUnroll vectors per input,
+//   the input shape a template parameter;
+// * anything else (scaling only, Avg of one input): kUnroll per input.
+// The generic loop's depth is what ptxas (sm_90, 512 threads, 128
+// registers) compiled without spills at the time it was written; the leaner
+// loops' register use is reported in docs/cuda.md; none of the depths is
+// measured for speed on a GPU yet.
 constexpr int kUnroll = 2;
+constexpr int kCopyUnroll = 8;
+constexpr int kReduceUnroll = 4;
 
 template <class E>
 struct PieceIo {
@@ -145,32 +153,91 @@ WEFT_DEV Vec16 combineVec(const PieceIo<E>& io, bool raw, const Vec16& a, const 
   return ur.v;
 }
 
-// Vectors [v0, v0 + kUnroll * nthreads) of the piece: thread tid takes
+// Vectors [v0, v0 + U * nthreads) of the piece: thread tid takes
 // v0 + tid + k * nthreads (neighbouring threads, neighbouring vectors), all
-// loads first.
-template <class E, class Op>
+// loads first. kIn/kLocal: the inputs the piece has, known at compile time
+// (-1: read io.nIn / io.local at run time, for the generic loop).
+template <class E, class Op, int U, int kIn, int kLocal>
 WEFT_DEV void computeUnrolled(const PieceIo<E>& io, bool raw, uint64_t v0, uint64_t tid, uint64_t nthreads) {
-  Vec16 a[kUnroll], b[kUnroll], l[kUnroll];
+  const int nIn = kIn >= 0 ? kIn : io.nIn;
+  const bool local = kLocal >= 0 ? kLocal != 0 : io.local != nullptr;
+  Vec16 a[U], b[U], l[U];
   const Vec16* in0 = reinterpret_cast<const Vec16*>(io.in[0]);
   const Vec16* in1 = reinterpret_cast<const Vec16*>(io.in[1]);
   const Vec16* loc = reinterpret_cast<const Vec16*>(io.local);
+  const Vec16 zero{};
 #if defined(__CUDACC__)
 #pragma unroll
 #endif
-  for (int k = 0; k < kUnroll; k++) {
+  for (int k = 0; k < U; k++) {
     const uint64_t v = v0 + tid + k * nthreads;
-    if (io.nIn > 0) a[k] = loadSlotVec(in0 + v);
-    if (io.nIn > 1) b[k] = loadSlotVec(in1 + v);
-    if (loc) l[k] = loc[v];
+    a[k] = nIn > 0 ? loadSlotVec(in0 + v) : zero;
+    b[k] = nIn > 1 ? loadSlotVec(in1 + v) : zero;
+    l[k] = local ? loc[v] : zero;
   }
 #if defined(__CUDACC__)
 #pragma unroll
 #endif
-  for (int k = 0; k < kUnroll; k++) {
+  for (int k = 0; k < U; k++) {
     const Vec16 r = combineVec<E, Op>(io, raw, a[k], b[k], l[k]);
     const uint64_t v = v0 + tid + k * nthreads;
     for (int o = 0; o < io.nOut; o++) reinterpret_cast<Vec16*>(io.out[o])[v] = r;
   }
+}
+
+// A plain copy's vectors [v0, v0 + kCopyUnroll * nthreads): only the one
+// input is held, from a FIFO slot (uncached loads) or the local buffer.
+template <bool kFromSlot>
+WEFT_DEV void copyUnrolled(const Vec16* src, Vec16* const* out, int nOut, uint64_t v0, uint64_t tid,
+                           uint64_t nthreads) {
+  Vec16 x[kCopyUnroll];
+#if defined(__CUDACC__)
+#pragma unroll
+#endif
+  for (int k = 0; k < kCopyUnroll; k++) {
+    const uint64_t v = v0 + tid + k * nthreads;
+    x[k] = kFromSlot ? loadSlotVec(src + v) : src[v];
+  }
+#if defined(__CUDACC__)
+#pragma unroll
+#endif
+  for (int k = 0; k < kCopyUnroll; k++) {
+    const uint64_t v = v0 + tid + k * nthreads;
+    for (int o = 0; o < nOut; o++) out[o][v] = x[k];
+  }
+}
+
+// The unrolled part of an aligned piece of nv vectors; returns the first
+// vector it left to the one-vector loop.
+template <class E, class Op>
+WEFT_DEV uint64_t computeVectorsUnrolled(const PieceIo<E>& io, bool raw, uint64_t nv, uint64_t tid,
+                                         uint64_t nthreads) {
+  uint64_t v0 = 0;
+  if (raw) {
+    Vec16* out[3];
+    for (int o = 0; o < io.nOut; o++) out[o] = reinterpret_cast<Vec16*>(io.out[o]);
+    const uint64_t span = nthreads * kCopyUnroll;
+    if (io.nIn) {
+      const Vec16* src = reinterpret_cast<const Vec16*>(io.in[0]);
+      for (; v0 + span <= nv; v0 += span) copyUnrolled<true>(src, out, io.nOut, v0, tid, nthreads);
+    } else {
+      const Vec16* src = reinterpret_cast<const Vec16*>(io.local);
+      for (; v0 + span <= nv; v0 += span) copyUnrolled<false>(src, out, io.nOut, v0, tid, nthreads);
+    }
+    return v0;
+  }
+  const uint64_t deep = nthreads * kReduceUnroll;
+  if (io.nIn == 1 && io.local) {
+    for (; v0 + deep <= nv; v0 += deep) computeUnrolled<E, Op, kReduceUnroll, 1, 1>(io, false, v0, tid, nthreads);
+  } else if (io.nIn == 2 && io.local) {
+    for (; v0 + deep <= nv; v0 += deep) computeUnrolled<E, Op, kReduceUnroll, 2, 1>(io, false, v0, tid, nthreads);
+  } else if (io.nIn == 2) {
+    for (; v0 + deep <= nv; v0 += deep) computeUnrolled<E, Op, kReduceUnroll, 2, 0>(io, false, v0, tid, nthreads);
+  } else {
+    const uint64_t span = nthreads * kUnroll;
+    for (; v0 + span <= nv; v0 += span) computeUnrolled<E, Op, kUnroll, -1, -1>(io, false, v0, tid, nthreads);
+  }
+  return v0;
 }
 
 // Elements [0, n) of the piece, split over `nthreads` threads starting at
@@ -187,11 +254,8 @@ WEFT_DEV void computePiece(const PieceIo<E>& io, uint64_t n, uint64_t tid, uint6
   uint64_t done = 0;
   if ((align & 15) == 0) {
     const uint64_t nv = n / N;
-    const uint64_t span = nthreads * kUnroll;
-    uint64_t v0 = 0;
-    for (; v0 + span <= nv; v0 += span) computeUnrolled<E, Op>(io, raw, v0, tid, nthreads);
     const Vec16 zero{};
-    for (uint64_t v = v0 + tid; v < nv; v += nthreads) {
+    for (uint64_t v = computeVectorsUnrolled<E, Op>(io, raw, nv, tid, nthreads) + tid; v < nv; v += nthreads) {
       Vec16 a = zero, b = zero, l = zero;
       if (io.nIn > 0) a = loadSlotVec(reinterpret_cast<const Vec16*>(io.in[0]) + v);
       if (io.nIn > 1) b = loadSlotVec(reinterpret_cast<const Vec16*>(io.in[1]) + v);

@@ -101,12 +101,21 @@ inline uint64_t nowNs() {
 }
 inline void pause(uint32_t) { std::this_thread::yield(); }
 inline Vec16 loadSlotVec(const Vec16* p) { return *p; }
-// Data and flag share the word: relaxed is enough (nothing else is
-// published by a line).
+// Data and flag share the word, so the line itself needs no ordering. But
+// a line's data is computed from loads the writer made before it (a tree's
+// up pass reads the user buffer that its down pass, another CTA, rewrites
+// once the parent's answer came back): on the GPU that order comes from the
+// data dependency (no store is made before the loads it depends on
+// returned), which relaxed C++ atomics do not express, so ThreadSanitizer
+// would call it a race. Release/acquire models it. It also orders the
+// writer's earlier stores, which the GPU does not without a fence: a plan
+// whose channels read, through LL lines only, what another channel of the
+// same rank wrote would pass here and fail on a GPU (none does; see "What
+// it cannot catch" in docs/cuda.md).
 inline uint64_t loadLine(const uint64_t* p) {
-  return std::atomic_ref<uint64_t>(*const_cast<uint64_t*>(p)).load(std::memory_order_relaxed);
+  return std::atomic_ref<uint64_t>(*const_cast<uint64_t*>(p)).load(std::memory_order_acquire);
 }
-inline void storeLine(uint64_t* p, uint64_t v) { std::atomic_ref<uint64_t>(*p).store(v, std::memory_order_relaxed); }
+inline void storeLine(uint64_t* p, uint64_t v) { std::atomic_ref<uint64_t>(*p).store(v, std::memory_order_release); }
 template <class S>
 inline S loadSlot(const S* p) {
   return *p;

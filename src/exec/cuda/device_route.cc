@@ -6,6 +6,7 @@
 #include "src/core/group.h"
 #include "src/util/error.h"
 #include "src/util/log.h"
+#include "src/util/settings.h"
 
 #if WEFT_HAVE_CUDA
 #include "src/exec/cuda/device_state.h"
@@ -62,7 +63,9 @@ namespace {
 DeviceState* existingState(weftComm* comm) { return static_cast<DeviceState*>(comm->deviceState.get()); }
 
 DeviceState& makeState(weftComm* comm, int dev) {
-  comm->deviceState = std::make_shared<DeviceState>(dev, &comm->aborting, comm->rank, ranksOnGpu(comm, dev));
+  const int64_t arena = comm->config.get(settings::kDeviceImageArena);
+  comm->deviceState = std::make_shared<DeviceState>(dev, &comm->aborting, comm->rank, ranksOnGpu(comm, dev),
+                                                    arena > 0 ? static_cast<size_t>(arena) : 0);
   WEFT_INFO(kInit, "rank %d: device path on GPU %d", comm->rank, dev);
   return *existingState(comm);
 }
@@ -133,10 +136,10 @@ void pollDeviceStatus(weftComm* comm) {
   }
 }
 
-void setUpDeviceAtInit(weftComm* comm, const plan::Plan* ring) {
+void setUpDeviceAtInit(weftComm* comm, std::span<const plan::Plan> rings) {
   if (comm->cudaDev < 0 || !gpuAvailable() || existingState(comm)) return;
   DeviceState& st = makeState(comm, comm->cudaDev);
-  if (ring) st.prepare(*ring, deviceFifos(comm));
+  for (const plan::Plan& ring : rings) st.prepare(ring, deviceFifos(comm));
 }
 
 void warmUpDevice(weftComm* comm, std::span<const plan::Plan> plans) {
@@ -193,7 +196,7 @@ const void* deviceStageCopy(weftComm*, const void*, size_t, weftStream_t) {
 
 void pollDeviceStatus(weftComm*) {}
 
-void setUpDeviceAtInit(weftComm*, const plan::Plan*) {}
+void setUpDeviceAtInit(weftComm*, std::span<const plan::Plan>) {}
 
 void warmUpDevice(weftComm*, std::span<const plan::Plan>) {}
 

@@ -50,14 +50,14 @@ const void* deviceStageCopy(weftComm* comm, const void* src, size_t bytes, weftS
 void pollDeviceStatus(weftComm* comm);
 
 // Init-time set-up (WEFT_DEVICE_SETUP): when this rank has a GPU, makes the
-// device stream, status word and abort-flag mapping, and maps the device
-// FIFOs of `ring` (null: none; the caller connected its device edges), so
-// several ranks on one GPU meet no implicit device synchronisation in their
-// first calls. Throws weft::Error.
-void setUpDeviceAtInit(weftComm* comm, const plan::Plan* ring);
+// device stream, status word, abort-flag mapping and plan-image arena, and
+// maps the device FIFOs of `rings` (the caller connected their device
+// edges), so several ranks on one GPU meet no implicit device
+// synchronisation in their first calls. Throws weft::Error.
+void setUpDeviceAtInit(weftComm* comm, std::span<const plan::Plan> rings);
 
-// weftCommWarmup's device half: with a GPU, makes the device state if init
-// did not, and maps the device FIFOs of every plan (whose edges the caller
+// weftCommWarmup's device half: with a GPU, makes the device state (and
+// its plan-image arena) if init did not, and maps the device FIFOs of every plan (whose edges the caller
 // connected). Nothing without a GPU. Throws weft::Error.
 void warmUpDevice(weftComm* comm, std::span<const plan::Plan> plans);
 

@@ -15,6 +15,7 @@ namespace {
 // training step repeats the same few groups, and a captured group must find
 // its image without uploading.
 constexpr size_t kContentImages = 32;
+constexpr size_t kMaxStepBindings = size_t(1) << 16;
 
 std::string describeStop(const DevStatus& s, int rank) {
   std::string why = "rank " + std::to_string(rank) + ": device executor stopped in channel " +
@@ -33,10 +34,12 @@ bool isLegacyStream(cudaStream_t s) { return s == nullptr || s == cudaStreamLega
 
 }  // namespace
 
-DeviceState::DeviceState(int device, const std::atomic<bool>* abortFlag, int rank, int ranksOnGpu)
+DeviceState::DeviceState(int device, const std::atomic<bool>* abortFlag, int rank, int ranksOnGpu,
+                         size_t imageArenaBytes)
     : device_(device), rank_(rank), ranksOnGpu_(ranksOnGpu),
-      exactArith_(settings::get(settings::kDeviceExactArith)) {
+      exactArith_(settings::get(settings::kDeviceExactArith)), arena_(imageArenaBytes) {
   DeviceGuard guard(device);
+  countDeviceSetup();
   void* p = nullptr;
   WEFT_CUDA_CHECK(cudaHostAlloc(&p, sizeof(DevStatus), cudaHostAllocMapped | cudaHostAllocPortable));
   statusHost_ = static_cast<DevStatus*>(p);
@@ -48,6 +51,14 @@ DeviceState::DeviceState(int device, const std::atomic<bool>* abortFlag, int ran
   abortMapping_ = HostMapping(abortFlag, sizeof(*abortFlag));
   abortDev_ = static_cast<const volatile uint8_t*>(abortMapping_.device(abortFlag));
   stream_ = std::make_unique<CommStream>();
+  if (arena_.capacity()) {
+    void* dev = nullptr;
+    void* host = nullptr;
+    WEFT_CUDA_CHECK(cudaMallocAsync(&dev, arena_.capacity(), stream_->setup()));
+    arenaDev_ = static_cast<char*>(dev);
+    WEFT_CUDA_CHECK(cudaHostAlloc(&host, arena_.capacity(), cudaHostAllocPortable));
+    arenaHost_ = static_cast<char*>(host);
+  }
   ringer_.setBusyCheck([this] { return !stream_->idle(); });
 }
 
@@ -72,10 +83,14 @@ DeviceState::~DeviceState() {
     // another rank's kernel may still run.
     RelaxedCaptureMode relaxed;
     cudaStream_t s = stream_ ? stream_->stream() : nullptr;
-    if (s) releases_->drain([s](void* m) { (void)cudaFreeAsync(m, s); });
+    if (s) releases_->drain([this, s](void* m) {
+      if (!inArena(m)) (void)cudaFreeAsync(m, s);
+    });
+    if (s && arenaDev_) (void)cudaFreeAsync(arenaDev_, s);
   }
   stream_.reset();  // synchronises its streams
   if (statusHost_) (void)cudaFreeHost(statusHost_);
+  if (arenaHost_) (void)cudaFreeHost(arenaHost_);
   (void)cudaGetLastError();
   if (previous >= 0) (void)cudaSetDevice(previous);
 }
@@ -116,7 +131,13 @@ void DeviceState::refuseInCapture(const LaunchNeeds& needs) {
   raise(weftInvalidUsage, "%s", why.c_str());
 }
 
+bool DeviceState::inArena(const void* p) const {
+  const char* c = static_cast<const char*>(p);
+  return arenaDev_ && c >= arenaDev_ && c < arenaDev_ + arena_.capacity();
+}
+
 BlockRef DeviceState::allocate(size_t bytes) {
+  countDeviceSetup();
   void* p = nullptr;
   // Stream-ordered pool memory: cudaMalloc/cudaFree may synchronise the
   // device, where another rank's kernel can be waiting for this rank.
@@ -125,14 +146,22 @@ BlockRef DeviceState::allocate(size_t bytes) {
 }
 
 // Frees what every owner let go of, behind the eager launches queued so far;
-// forgets plans the plan cache evicted. Never inside a capture.
+// forgets plans the plan cache evicted. An image range of the arena may be
+// read by launches already queued, graph replays included: it is reusable
+// once the next eager launch (which waits for those replays) completed.
+// Never inside a capture.
 void DeviceState::reclaim() {
   for (auto it = plans_.begin(); it != plans_.end();) {
     if (it->second.keep.expired()) it = plans_.erase(it);
     else ++it;
   }
+  if (stream_->idle()) completedSeq_ = launchSeq_;
+  arena_.reclaim(completedSeq_);
   cudaStream_t s = stream_->stream();
-  releases_->drain([s](void* m) { WEFT_CUDA_CHECK(cudaFreeAsync(m, s)); });
+  releases_->drain([this, s](void* m) {
+    if (inArena(m)) arena_.retire(static_cast<char*>(m) - arenaDev_, launchSeq_ + 1);
+    else WEFT_CUDA_CHECK(cudaFreeAsync(m, s));
+  });
 }
 
 void DeviceState::growScratch(size_t bytes, bool captured) {
@@ -155,14 +184,32 @@ void* DeviceState::stage(const void* src, size_t bytes, cudaStream_t stream) {
   return stage_->ptr;
 }
 
+// In a range of the arena: a host copy into its pinned mirror and an
+// asynchronous copy from there (no allocation, no wait for a stream).
+bool DeviceState::placeInArena(const HostImage& img, Uploaded& u) {
+  const std::optional<size_t> at = arena_.take(img.bytes.size());
+  if (!at) return false;
+  memcpy(arenaHost_ + *at, img.bytes.data(), img.bytes.size());
+  WEFT_CUDA_CHECK(cudaMemcpyAsync(arenaDev_ + *at, arenaHost_ + *at, img.bytes.size(), cudaMemcpyHostToDevice,
+                                  stream_->setup()));
+  u.blob = std::make_shared<DeviceBlock>(arenaDev_ + *at, img.bytes.size(), releases_);
+  return true;
+}
+
 DeviceState::Uploaded DeviceState::place(const HostImage& img) {
   Uploaded u;
-  u.blob = allocate(img.bytes.size());
+  if (!placeInArena(img, u)) {
+    if (!arenaFullLogged_)
+      WEFT_INFO(kInit, "rank %d: plan image of %zu bytes does not fit the %zu free bytes of WEFT_DEVICE_IMAGE_ARENA=%zu: "
+                "allocated in the call path", rank_, img.bytes.size(), arena_.freeBytes(), arena_.capacity());
+    arenaFullLogged_ = true;
+    u.blob = allocate(img.bytes.size());
+    WEFT_CUDA_CHECK(cudaMemcpyAsync(u.blob->ptr, img.bytes.data(), img.bytes.size(), cudaMemcpyHostToDevice,
+                                    stream_->setup()));
+  }
+  // A pageable copy returns once the bytes are staged, so `img` may go; the
+  // device stream waits for the setup stream (afterSetup()).
   char* base = static_cast<char*>(u.blob->ptr);
-  WEFT_CUDA_CHECK(cudaMemcpyAsync(base, img.bytes.data(), img.bytes.size(), cudaMemcpyHostToDevice, stream_->setup()));
-  // The host bytes must outlive the copy: a pageable copy returns once it
-  // has been staged, so waiting for the setup stream is only needed for the
-  // device stream, which afterSetup() orders.
   u.channels = reinterpret_cast<const DevChannel*>(base);
   u.steps = reinterpret_cast<const DevStep*>(base + img.stepsAt);
   u.fifos = reinterpret_cast<const DevFifo*>(base + img.fifosAt);
@@ -210,7 +257,28 @@ void DeviceState::fillLaunch(DevLaunch& L, const Uploaded& u, const plan::Plan& 
   L.arith = exactArith_ ? kArithExact : kArithNative;
   L.proto = p.deviceLl ? kProtoLl : kProtoSimple;
   L.nBindings = static_cast<int32_t>(b.size());
-  for (size_t i = 0; i < b.size(); i++) L.bindings[i] = {b[i].send, b[i].recv};
+  if (b.size() <= static_cast<size_t>(kMaxDeviceBindings))
+    for (size_t i = 0; i < b.size(); i++) L.bindings[i] = {b[i].send, b[i].recv};
+}
+
+// A group with more calls than DevLaunch carries inline: its bindings in a
+// range of the arena, copied from the pinned mirror on `copyStream` (the
+// setup stream, or the captured stream, so that every replay copies them
+// again). Owned by the launch (and the graph); reusable once the next eager
+// launch completed. Outside the arena: allocated (eager only).
+BlockRef DeviceState::placeBindings(std::span<const BufferBinding> b, bool captured, cudaStream_t copyStream) {
+  std::vector<DevBinding> table(b.size());
+  for (size_t i = 0; i < b.size(); i++) table[i] = {b[i].send, b[i].recv};
+  const size_t bytes = table.size() * sizeof(DevBinding);
+  if (const std::optional<size_t> at = arena_.take(bytes)) {
+    memcpy(arenaHost_ + *at, table.data(), bytes);
+    WEFT_CUDA_CHECK(cudaMemcpyAsync(arenaDev_ + *at, arenaHost_ + *at, bytes, cudaMemcpyHostToDevice, copyStream));
+    return std::make_shared<DeviceBlock>(arenaDev_ + *at, bytes, releases_);
+  }
+  if (captured) refuseInCapture({.tableFits = false});
+  BlockRef m = allocate(bytes);
+  WEFT_CUDA_CHECK(cudaMemcpyAsync(m->ptr, table.data(), bytes, cudaMemcpyHostToDevice, copyStream));
+  return m;
 }
 
 // A captured launch's memory stays alive as long as the graph: the graph
@@ -228,6 +296,21 @@ void DeviceState::keepForGraph(cudaGraph_t graph, std::vector<BlockRef> refs) {
   WEFT_CUDA_CHECK(cudaGraphRetainUserObject(graph, obj, 1, cudaGraphUserObjectMove));
 }
 
+// Calls the kernel cannot run, or that could never progress.
+void DeviceState::refuseUnrunnable(const plan::Plan& p, size_t nBindings, cudaStream_t stream) {
+  if (p.channels.size() > static_cast<size_t>(kMaxDeviceChannels))
+    raise(weftInvalidUsage, "device executor: %zu channels, at most %d", p.channels.size(), kMaxDeviceChannels);
+  if (nBindings > kMaxStepBindings)  // plan::Step::bind is 16 bits
+    raise(weftInvalidUsage, "device executor: %zu grouped calls in one group, at most %zu", nBindings,
+          kMaxStepBindings);
+  if (legacyStreamCannotProgress(isLegacyStream(stream), ranksOnGpu_)) {
+    WEFT_WARN("rank %d: %d ranks of this process share GPU %d: their calls need streams of their own "
+              "(not the legacy default stream 0 / cudaStreamLegacy), or one rank's kernel waits behind the other's",
+              rank_, ranksOnGpu_, device_);
+    raise(weftInvalidUsage, "several ranks on GPU %d use the legacy default stream", device_);
+  }
+}
+
 void DeviceState::run(const plan::Plan& p, const std::shared_ptr<const plan::Plan>& keep,
                       std::span<const BufferBinding> b, const kernels::RedOp& op, const FifoLookup& fifos,
                       int64_t timeoutMs, cudaStream_t stream) {
@@ -236,17 +319,7 @@ void DeviceState::run(const plan::Plan& p, const std::shared_ptr<const plan::Pla
   pendingStage_ = {};
   const int nChannels = static_cast<int>(p.channels.size());
   if (nChannels == 0) return;
-  if (nChannels > kMaxDeviceChannels)
-    raise(weftInvalidUsage, "device executor: %d channels, at most %d", nChannels, kMaxDeviceChannels);
-  if (b.size() > static_cast<size_t>(kMaxDeviceBindings))
-    raise(weftInvalidUsage, "device executor: %zu grouped calls in one group, at most %d with device buffers",
-          b.size(), kMaxDeviceBindings);
-  if (legacyStreamCannotProgress(isLegacyStream(stream), ranksOnGpu_)) {
-    WEFT_WARN("rank %d: %d ranks of this process share GPU %d: their calls need streams of their own "
-              "(not the legacy default stream 0 / cudaStreamLegacy), or one rank's kernel waits behind the other's",
-              rank_, ranksOnGpu_, device_);
-    raise(weftInvalidUsage, "several ranks on GPU %d use the legacy default stream", device_);
-  }
+  refuseUnrunnable(p, b.size(), stream);
   cudaGraph_t graph = nullptr;
   const CaptureState cs = captureStateOf(stream, &graph);
   if (cs == CaptureState::Invalidated) {
@@ -260,6 +333,11 @@ void DeviceState::run(const plan::Plan& p, const std::shared_ptr<const plan::Pla
   DevLaunch L{};
   fillLaunch(L, u, p, b, op, timeoutMs);
   std::vector<BlockRef> refs{u.blob, scratch_};
+  if (b.size() > static_cast<size_t>(kMaxDeviceBindings)) {
+    // Captured: the copy is part of the graph, on the captured stream.
+    refs.push_back(placeBindings(b, captured, captured ? stream : stream_->setup()));
+    L.bindingTable = static_cast<const DevBinding*>(refs.back()->ptr);
+  }
   if (!captured) stream_->afterSetup();
   cudaStream_t s = stream_->begin(stream, captured);
   bool stagedUsed = false;
@@ -270,6 +348,7 @@ void DeviceState::run(const plan::Plan& p, const std::shared_ptr<const plan::Pla
   }
   launchInterpreter(L, nChannels, s);
   stream_->end(stream, captured);
+  if (!captured) launchSeq_++;
   if (captured) {
     keepForGraph(graph, std::move(refs));
     ringer_.keepRinging();  // replays are invisible to the host

@@ -25,6 +25,7 @@
 #include "src/exec/cuda/comm_stream.h"
 #include "src/exec/cuda/device_plan.h"
 #include "src/exec/cuda/host_fifos.h"
+#include "src/exec/cuda/image_arena.h"
 #include "src/exec/cuda/launch_policy.h"
 #include "src/exec/host/host_executor.h"
 #include "src/kernels/reduce.h"
@@ -36,8 +37,9 @@ using ErrorSink = std::function<void(weftResult_t, const std::string&)>;
 class DeviceState {
  public:
   // `ranksOnGpu`: ranks of this process that use the same GPU (the legacy
-  // default stream cannot serve more than one).
-  DeviceState(int device, const std::atomic<bool>* abortFlag, int rank, int ranksOnGpu);
+  // default stream cannot serve more than one). `imageArenaBytes`
+  // (WEFT_DEVICE_IMAGE_ARENA): device memory reserved now for plan images.
+  DeviceState(int device, const std::atomic<bool>* abortFlag, int rank, int ranksOnGpu, size_t imageArenaBytes);
   ~DeviceState();  // waits for this communicator's queued eager work
   DeviceState(const DeviceState&) = delete;
   DeviceState& operator=(const DeviceState&) = delete;
@@ -85,12 +87,16 @@ class DeviceState {
   DevFifo fifoView(const FifoEnd& e, bool captured);
   char* slotsView(char* data, size_t bytes);
   BlockRef allocate(size_t bytes);
+  bool placeInArena(const HostImage& img, Uploaded& u);
+  BlockRef placeBindings(std::span<const BufferBinding> b, bool captured, cudaStream_t copyStream);
+  bool inArena(const void* p) const;
   void growScratch(size_t bytes, bool captured);
   void reclaim();
   void refuseInCapture(const LaunchNeeds& needs);
   void keepForGraph(cudaGraph_t graph, std::vector<BlockRef> refs);
   void fillLaunch(DevLaunch& L, const Uploaded& u, const plan::Plan& p, std::span<const BufferBinding> b,
                   const kernels::RedOp& op, int64_t timeoutMs) const;
+  void refuseUnrunnable(const plan::Plan& p, size_t nBindings, cudaStream_t stream);
 
   int device_;
   int rank_;
@@ -101,6 +107,15 @@ class DeviceState {
   DevStatus* statusDev_ = nullptr;
   HostMapping abortMapping_;
   const volatile uint8_t* abortDev_ = nullptr;
+  // Plan images: ranges of one block reserved with the state (image_arena.h),
+  // filled from its pinned mirror. Ranges let go are reusable once the
+  // eager launch after their release completed (launch sequence numbers).
+  RangeArena arena_;
+  char* arenaDev_ = nullptr;
+  char* arenaHost_ = nullptr;
+  uint64_t launchSeq_ = 0;     // eager launches queued
+  uint64_t completedSeq_ = 0;  // eager launches known complete
+  bool arenaFullLogged_ = false;
   std::shared_ptr<ReleaseQueue<void*>> releases_ = std::make_shared<ReleaseQueue<void*>>();
   std::map<const plan::Plan*, Uploaded> plans_;     // cached plans, while the cache holds them
   std::vector<std::pair<std::vector<char>, Uploaded>> byContent_;  // uncached plans, most recent last

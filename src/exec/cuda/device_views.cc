@@ -43,6 +43,7 @@ DevFifo DeviceState::fifoView(const FifoEnd& e, bool captured) {
   auto it = fifoViews_.find(e.hdr);
   if (it != fifoViews_.end()) return it->second;
   if (captured) refuseInCapture({.fifosMapped = false});
+  countDeviceSetup();
   FifoHeader h;
   char* hdrDev;
   char* dataDev;

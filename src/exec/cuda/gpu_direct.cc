@@ -6,6 +6,7 @@
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 
+#include "src/exec/cuda/launch_policy.h"
 #include "src/exec/cuda/runtime.h"
 #endif
 
@@ -130,6 +131,7 @@ GpuDirectBuffer::GpuDirectBuffer(int device, size_t bytes) {
   DeviceGuard guard(device);
   const size_t rounded = (bytes + kGpuPage - 1) / kGpuPage * kGpuPage;
   void* p = nullptr;
+  countDeviceSetup();
   WEFT_CUDA_CHECK(cudaMalloc(&p, rounded));
   if (reinterpret_cast<uintptr_t>(p) % kHostPage) {
     (void)cudaFree(p);

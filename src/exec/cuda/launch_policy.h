@@ -6,7 +6,9 @@
 // scratch, captured graph) can still read it.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -26,6 +28,7 @@ struct LaunchNeeds {
   bool planUploaded = true;  // the plan's device image (cached plans, or a group seen before)
   bool fifosMapped = true;   // every FIFO the plan uses has its device view
   bool scratchFits = true;   // scratch / staging buffers are already big enough
+  bool tableFits = true;     // room in the plan-image arena for a large group's binding table
 };
 
 // Empty when the call may go ahead; otherwise what is missing and the
@@ -44,11 +47,24 @@ inline std::string captureRefusal(CaptureState s, const LaunchNeeds& n) {
   add(n.planUploaded, "the plan's device image");
   add(n.fifosMapped, "device views of its connections");
   add(n.scratchFits, "scratch of the needed size");
+  add(n.tableFits, "room for the group's binding table (WEFT_DEVICE_IMAGE_ARENA)");
   if (missing.empty()) return {};
   return "a call inside CUDA graph capture would have to allocate or upload (" + missing +
          "); make the same call (same collective, count, type and peers) once outside capture first "
          "(the first call of each shape is the warm-up; see docs/cuda.md)";
 }
+
+// Set-up actions of the device path, counted process-wide: device and
+// pinned allocations, host registrations and FIFO mappings, copies from
+// pageable memory (which wait for their stream). Each one can synchronise
+// implicitly or is forbidden inside CUDA graph capture; after init and
+// weftCommWarmup a call of a warmed shape makes none (the GPU tests assert
+// it through this count).
+inline std::atomic<uint64_t>& deviceSetupActions() {
+  static std::atomic<uint64_t> n{0};
+  return n;
+}
+inline void countDeviceSetup() { deviceSetupActions().fetch_add(1, std::memory_order_relaxed); }
 
 // Several ranks of one GPU spin in kernels that wait for each other; the
 // legacy default stream synchronises with every other blocking stream of the
