@@ -66,6 +66,11 @@ case "$kind" in
     ;;
   tsan)
     export TSAN_OPTIONS="$common:second_deadlock_stack=1:suppressions=$supp/tsan.supp"
+    # ThreadSanitizer slows ranks 5 to 15 times: the process-rank harness
+    # (tests/process/process_ranks.cc) multiplies its kill deadline by this,
+    # so a healthy run is not cut off. Bounds the tests check themselves
+    # (an error within N ms) are not scaled.
+    export PROCESS_RANKS_DEADLINE_SCALE=${PROCESS_RANKS_DEADLINE_SCALE:-4}
     # The tests where several threads or processes of weft meet: thread
     # ranks (ThreadCollectives, AlgorithmCollectives), process ranks
     # (ProcessCollectives, ProcessFaults, KilledRank*, the ll protocol's

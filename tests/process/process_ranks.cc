@@ -38,6 +38,23 @@ struct LogSetup {
 };
 LogSetup logSetup;
 
+// The deadline a run gets: the test's own, times PROCESS_RANKS_DEADLINE_SCALE
+// when that is set (an integer 1..100). Sanitizer builds set it
+// (tools/sanitize.sh): ThreadSanitizer slows every rank several times over,
+// so a healthy run would outlive deadlines sized for plain builds. Bounds a
+// test checks itself (an error within N ms) are not scaled.
+int64_t scaledDeadlineMs(int64_t deadlineMs) {
+  const char* v = std::getenv("PROCESS_RANKS_DEADLINE_SCALE");
+  if (!v || !*v) return deadlineMs;
+  char* end = nullptr;
+  long scale = std::strtol(v, &end, 10);
+  if (*end != '\0' || scale < 1 || scale > 100) {
+    fprintf(stderr, "PROCESS_RANKS_DEADLINE_SCALE=%s ignored: expected an integer 1..100\n", v);
+    return deadlineMs;
+  }
+  return deadlineMs * scale;
+}
+
 struct SharedId {
   std::atomic<int> state{0};  // 0 not yet, 1 ready, 2 rank 0 failed
   weftUniqueId id;
@@ -156,6 +173,7 @@ ProcessRunResult runRankProcesses(int n, const std::function<int(int, const weft
   new (shared) SharedId();
   fflush(nullptr);  // nothing buffered may be written twice
   const int64_t start = nowMs();
+  const int64_t deadlineMs = scaledDeadlineMs(options.deadlineMs);
   std::vector<pid_t> pids(n, -1);
   for (int r = 0; r < n; r++) {
     pid_t pid = fork();
@@ -168,7 +186,7 @@ ProcessRunResult runRankProcesses(int n, const std::function<int(int, const weft
             else setenv(k.c_str(), v.c_str(), 1);
           }
         weftUniqueId id;
-        if (!shareUniqueId(r, shared, start + options.deadlineMs, &id)) {
+        if (!shareUniqueId(r, shared, start + deadlineMs, &id)) {
           fflush(nullptr);
           _exit(98);
         }
@@ -208,7 +226,7 @@ ProcessRunResult runRankProcesses(int n, const std::function<int(int, const weft
       else c.exitCode = WEXITSTATUS(status);
     }
     if (left == 0) break;
-    if (nowMs() - start > options.deadlineMs) {
+    if (nowMs() - start > deadlineMs) {
       result.timedOut = true;
       for (int r = 0; r < n; r++)
         if (!done[r]) reportStuckChild(r, pids[r]);
