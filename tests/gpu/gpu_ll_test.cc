@@ -13,46 +13,6 @@
 
 namespace {
 
-struct LlRanks {
-  int n;
-  std::vector<weftComm_t> comms;
-  std::vector<cudaStream_t> streams;
-  explicit LlRanks(int count) : n(count), comms(count), streams(count) {
-    EXPECT_EQ(cudaSetDevice(0), cudaSuccess);
-    EXPECT_EQ(cudaFree(nullptr), cudaSuccess);
-    setenv("WEFT_PROTO", "ll", 1);
-    weftUniqueId id;
-    EXPECT_EQ(weftGetUniqueId(&id), weftSuccess);
-    std::vector<std::thread> threads;
-    for (int r = 0; r < n; r++)
-      threads.emplace_back([&, r] {
-        (void)cudaSetDevice(0);
-        weftConfig_t cfg = WEFT_CONFIG_INITIALIZER;
-        cfg.timeoutMs = 20000;
-        EXPECT_EQ(weftCommInitRankConfig(&comms[r], n, id, r, &cfg), weftSuccess);
-      });
-    for (auto& t : threads) t.join();
-    unsetenv("WEFT_PROTO");
-    for (auto& s : streams) EXPECT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
-  }
-  ~LlRanks() {
-    for (auto& s : streams) (void)cudaStreamDestroy(s);
-    for (auto c : comms)
-      if (c) weftCommDestroy(c);
-  }
-  // fn(rank) on one thread per rank (collectives of ranks sharing a GPU are
-  // issued together), then every stream synchronised.
-  void onAll(const std::function<void(int)>& fn) {
-    std::vector<std::thread> t;
-    for (int r = 0; r < n; r++) t.emplace_back([&, r] {
-      (void)cudaSetDevice(0);
-      fn(r);
-    });
-    for (auto& th : t) th.join();
-    for (auto s : streams) EXPECT_EQ(cudaStreamSynchronize(s), cudaSuccess);
-  }
-};
-
 std::vector<float> download(const float* p, size_t n) {
   std::vector<float> h(n);
   EXPECT_EQ(cudaMemcpy(h.data(), p, n * 4, cudaMemcpyDeviceToHost), cudaSuccess);
@@ -63,7 +23,7 @@ std::vector<float> download(const float* p, size_t n) {
 TEST(GpuLl, SmallCallsOfEveryCollectiveManyTimes) {
   SKIP_WITHOUT_GPU();
   const int n = 2;
-  LlRanks r(n);
+  SharedGpuRanks r(n, 20000, "ll");
   for (size_t count : {size_t(1), size_t(7), size_t(100), size_t(3000)}) {
     std::vector<float*> in(n), out(n);
     for (int k = 0; k < n; k++) {
@@ -101,10 +61,8 @@ TEST(GpuLl, SmallCallsOfEveryCollectiveManyTimes) {
       for (int k = 0; k < n; k++)
         for (float x : download(out[k], count)) ASSERT_EQ(x, float(2 + it % 5)) << "Broadcast";
     }
+    r.expectNoAsyncError();
     for (int k = 0; k < n; k++) {
-      weftResult_t async = weftSuccess;
-      EXPECT_EQ(weftCommGetAsyncError(r.comms[k], &async), weftSuccess);
-      EXPECT_EQ(async, weftSuccess);
       CUDA_OK(cudaFree(in[k]));
       CUDA_OK(cudaFree(out[k]));
     }
@@ -117,7 +75,7 @@ TEST(GpuLl, WarmupThenCaptureAndReplay) {
   SKIP_WITHOUT_GPU();
   const int n = 2;
   const size_t count = 64;
-  LlRanks r(n);
+  SharedGpuRanks r(n, 20000, "ll");
   r.onAll([&](int k) { EXPECT_EQ(weftCommWarmup(r.comms[k]), weftSuccess); });
   std::vector<float*> in(n), out(n);
   for (int k = 0; k < n; k++) {

@@ -17,44 +17,6 @@
 
 namespace {
 
-struct SharedGpuRanks {
-  int n;
-  std::vector<weftComm_t> comms;
-  std::vector<cudaStream_t> streams;
-  SharedGpuRanks(int count, const char* proto) : n(count), comms(count), streams(count) {
-    EXPECT_EQ(cudaSetDevice(0), cudaSuccess);
-    EXPECT_EQ(cudaFree(nullptr), cudaSuccess);
-    if (proto) setenv("WEFT_PROTO", proto, 1);
-    weftUniqueId id;
-    EXPECT_EQ(weftGetUniqueId(&id), weftSuccess);
-    std::vector<std::thread> threads;
-    for (int r = 0; r < n; r++)
-      threads.emplace_back([&, r] {
-        (void)cudaSetDevice(0);
-        weftConfig_t cfg = WEFT_CONFIG_INITIALIZER;
-        cfg.timeoutMs = 20000;
-        EXPECT_EQ(weftCommInitRankConfig(&comms[r], n, id, r, &cfg), weftSuccess);
-      });
-    for (auto& t : threads) t.join();
-    if (proto) unsetenv("WEFT_PROTO");
-    for (auto& s : streams) EXPECT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
-  }
-  ~SharedGpuRanks() {
-    for (auto& s : streams) (void)cudaStreamDestroy(s);
-    for (auto c : comms)
-      if (c) weftCommDestroy(c);
-  }
-  void onAll(const std::function<void(int)>& fn) {
-    std::vector<std::thread> t;
-    for (int r = 0; r < n; r++) t.emplace_back([&, r] {
-      (void)cudaSetDevice(0);
-      fn(r);
-    });
-    for (auto& th : t) th.join();
-    for (auto s : streams) EXPECT_EQ(cudaStreamSynchronize(s), cudaSuccess);
-  }
-};
-
 uint64_t setupActions() { return weft::cuda::deviceSetupActions().load(); }
 
 // Every collective at several counts (each a plan the warm-up never saw),
@@ -89,7 +51,7 @@ void callEveryShape(SharedGpuRanks& r, const std::vector<float*>& in, const std:
 
 void noSetupAfterWarmup(const char* proto) {
   const int n = 2;
-  SharedGpuRanks r(n, proto);
+  SharedGpuRanks r(n, 20000, proto);
   const size_t most = size_t(1) << 20;
   std::vector<float*> in(n), out(n);
   for (int k = 0; k < n; k++) {
@@ -104,10 +66,8 @@ void noSetupAfterWarmup(const char* proto) {
   for (size_t count : {size_t(64), size_t(1000), size_t(4096) * 3, size_t(1) << 18, most})
     callEveryShape(r, in, out, count);
   EXPECT_EQ(setupActions(), before) << "device calls after weftCommWarmup allocated, registered or mapped";
+  r.expectNoAsyncError();
   for (int k = 0; k < n; k++) {
-    weftResult_t async = weftSuccess;
-    EXPECT_EQ(weftCommGetAsyncError(r.comms[k], &async), weftSuccess);
-    EXPECT_EQ(async, weftSuccess);
     CUDA_OK(cudaFree(in[k]));
     CUDA_OK(cudaFree(out[k]));
   }
@@ -130,7 +90,7 @@ TEST(GpuSetup, RingCallsNeedNoSetupAfterInit) {
   SKIP_WITHOUT_GPU();
   const int n = 2;
   setenv("WEFT_ALGO", "ring", 1);
-  SharedGpuRanks r(n, nullptr);
+  SharedGpuRanks r(n);
   unsetenv("WEFT_ALGO");
   const size_t most = size_t(1) << 20;
   std::vector<float*> in(n), out(n);
@@ -211,7 +171,7 @@ std::string checkReceived(const LargeGroup& g, int rank) {
 
 TEST(GpuLargeGroup, BindingsPastTheLaunchArgumentsEagerAndCaptured) {
   SKIP_WITHOUT_GPU();
-  SharedGpuRanks r(2, nullptr);
+  SharedGpuRanks r(2);
   for (int nCalls : {65, 128, 257}) {
     std::vector<LargeGroup> g{makeLargeGroup(0, nCalls), makeLargeGroup(1, nCalls)};
     r.onAll([&](int k) { issueGroup(g[k], k, r.comms[k], r.streams[k]); });

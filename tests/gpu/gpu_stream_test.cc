@@ -12,35 +12,6 @@
 
 namespace {
 
-// n ranks of this process on GPU 0 (threads join the communicator at once).
-struct SharedGpuRanks {
-  std::vector<weftComm_t> comms;
-  std::vector<cudaStream_t> streams;
-  SharedGpuRanks(int n, int timeoutMs) : comms(n), streams(n) {
-    // The CUDA context first: its creation (up to a second) must not eat
-    // into a short init timeout.
-    EXPECT_EQ(cudaSetDevice(0), cudaSuccess);
-    EXPECT_EQ(cudaFree(nullptr), cudaSuccess);
-    weftUniqueId id;
-    EXPECT_EQ(weftGetUniqueId(&id), weftSuccess);
-    std::vector<std::thread> threads;
-    for (int r = 0; r < n; r++)
-      threads.emplace_back([&, r] {
-        (void)cudaSetDevice(0);
-        weftConfig_t cfg = WEFT_CONFIG_INITIALIZER;
-        cfg.timeoutMs = timeoutMs;
-        EXPECT_EQ(weftCommInitRankConfig(&comms[r], n, id, r, &cfg), weftSuccess);
-      });
-    for (auto& t : threads) t.join();
-    for (auto& s : streams) EXPECT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
-  }
-  ~SharedGpuRanks() {
-    for (auto& s : streams) (void)cudaStreamDestroy(s);
-    for (auto c : comms)
-      if (c) weftCommDestroy(c);
-  }
-};
-
 struct DeviceFloats {
   float* p = nullptr;
   size_t n;
