@@ -17,6 +17,8 @@
 #   7. a summary.
 # Every wait is short: WEFT_TIMEOUT_MS=20000 unless set.
 # Usage: tests/gpu/run_gpu_checks.sh [build-dir] [max-bytes]
+# A build-dir made by tests/gpu/pack_prebuilt.sh (binaries built elsewhere
+# with WEFT_ENABLE_CUDA) skips step 1 and saves the GPU machine's time.
 set -u -o pipefail
 repo="$(cd "$(dirname "$0")/../.." && pwd)"
 build="${1:-$repo/build-gpu}"
@@ -58,10 +60,21 @@ run() {
   tail -25 "$logs/$name.log"
 }
 
+prebuilt=0
+if [[ -f "$build/PREBUILT" ]]; then
+  # A tree made by tests/gpu/pack_prebuilt.sh: no build, its own libraries first.
+  prebuilt=1
+  export LD_LIBRARY_PATH="$build/lib:$build:$build/bindings/nccl${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  chmod -R u+x "$build/tests" "$build/all_reduce_perf" 2>/dev/null || true
+fi
+
 step "configure + build (archs $archs)"
 targets="gpu_test gpu_compress_test gpu_sweep gpu_ib_test launch_policy_test all_reduce_perf weft_nccl"
 [[ -f "$cuda_home/include/nccl.h" ]] && targets="$targets nccl_side_by_side"
-if cmake -S "$repo" -B "$build" -DWEFT_ENABLE_CUDA=ON "-DWEFT_CUDA_ARCHS=$archs" -DCMAKE_BUILD_TYPE=Release \
+if (( prebuilt )); then
+  echo "prebuilt binaries of commit $(cat "$build/PREBUILT"); no build"
+  status[build]=PASS
+elif cmake -S "$repo" -B "$build" -DWEFT_ENABLE_CUDA=ON "-DWEFT_CUDA_ARCHS=$archs" -DCMAKE_BUILD_TYPE=Release \
      -DWEFT_BUILD_TOOLS=OFF -DWEFT_BENCH_MPI=OFF >"$logs/configure.log" 2>&1 &&
    timeout $(( budget - 120 )) cmake --build "$build" --target $targets -j"$(nproc)" >"$logs/build.log" 2>&1; then
   status[build]=PASS
@@ -127,7 +140,16 @@ if [[ ${status[build]} == PASS ]]; then
 
   step "one-rank AllReduce: NVIDIA libnccl vs weft's libnccl.so.2, same program and GPU"
   shim=$(find "$build" -name 'libnccl.so.2' -print -quit)
-  nvidia_nccl="$cuda_home/lib64/libnccl.so.2"
+  # NVIDIA's library: NCCL_REFERENCE_LIB, the CUDA Toolkit's, or the one
+  # a Python environment carries (nvidia-nccl wheels, as PyTorch images do).
+  nvidia_nccl="${NCCL_REFERENCE_LIB:-$cuda_home/lib64/libnccl.so.2}"
+  if [[ ! -f "$nvidia_nccl" ]] && command -v python3 >/dev/null; then
+    nvidia_nccl=$(python3 -c 'import glob, site, sys
+for p in sys.path + site.getsitepackages():
+    for f in glob.glob(p + "/nvidia/nccl/lib/libnccl.so.2"):
+        print(f); sys.exit()' 2>/dev/null)
+  fi
+  echo "NVIDIA libnccl: ${nvidia_nccl:-none found}"
   if [[ -x "$build/tests/gpu/nccl_side_by_side" && -f "$nvidia_nccl" && -n "$shim" ]]; then
     run nccl 120 bash -c "'$build/tests/gpu/nccl_side_by_side' '$nvidia_nccl' $max_bytes 0 > '$logs/nccl_nvidia.txt' &&
                           '$build/tests/gpu/nccl_side_by_side' '$shim' $max_bytes 0 > '$logs/nccl_weft.txt' &&
