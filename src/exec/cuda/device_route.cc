@@ -9,7 +9,9 @@
 #include "src/util/settings.h"
 
 #if WEFT_HAVE_CUDA
+#include "src/exec/cuda/device_plan.h"
 #include "src/exec/cuda/device_state.h"
+#include "src/exec/cuda/local_copies.h"
 #include "src/exec/cuda/runtime.h"
 #endif
 
@@ -104,6 +106,14 @@ void reportDeviceFailure(weftComm* comm, DeviceState& st) {
   });
 }
 
+// Copies on the caller's stream (local_copies.h), on the GPU of the
+// communicator when the caller's current device is another.
+void copyOnStream(weftComm* comm, const std::vector<LocalCopy>& copies, cudaStream_t s) {
+  if (copies.empty()) return;
+  DeviceGuard guard(comm->cudaDev >= 0 ? comm->cudaDev : callDevice(copies.front().src));
+  for (const LocalCopy& c : copies) WEFT_CUDA_CHECK(cudaMemcpyAsync(c.dst, c.src, c.bytes, cudaMemcpyDefault, s));
+}
+
 }  // namespace
 
 void runDevicePlan(weftComm* comm, const plan::Plan& p, const std::shared_ptr<const plan::Plan>& keep,
@@ -111,6 +121,13 @@ void runDevicePlan(weftComm* comm, const plan::Plan& p, const std::shared_ptr<co
   const void* any = firstPointer(bindings);
   if (!any) return;  // nothing to move (all counts zero)
   cudaStream_t s = static_cast<cudaStream_t>(stream);
+  if (std::optional<std::vector<LocalCopy>> copies = localCopiesOf(p, bindings, op)) {
+    if (DeviceState* st = existingState(comm)) reportDeviceFailure(comm, *st);
+    if (weftResult_t e = comm->getAsyncError())
+      raise(e, "rank %d: an earlier device call failed: %s", comm->rank, weftGetErrorString(e));
+    copyOnStream(comm, *copies, s);
+    return;
+  }
   const bool captured = captureStateOf(s, nullptr) == CaptureState::Active;
   DeviceState& st = stateOf(comm, any, captured);
   reportDeviceFailure(comm, st);
@@ -149,6 +166,16 @@ void warmUpDevice(weftComm* comm, std::span<const plan::Plan> plans) {
   for (const plan::Plan& p : plans) st->prepare(p, deviceFifos(comm));
 }
 
+int residentDeviceCtas(int device) {
+  if (device < 0 || !gpuAvailable()) return 0;
+  try {
+    return residentInterpreterCtas(device);
+  } catch (const Error& e) {
+    WEFT_WARN("GPU %d: resident CTAs unknown (%s); ranks sharing it keep few device channels", device, e.what());
+    return 0;
+  }
+}
+
 int currentDevice() {
   if (!gpuAvailable()) return -1;
   int d = -1;
@@ -175,6 +202,8 @@ const void* deviceStageCopy(weftComm* comm, const void* src, size_t bytes, weftS
 #else  // !WEFT_HAVE_CUDA
 
 int currentDevice() { return -1; }
+
+int residentDeviceCtas(int) { return 0; }
 
 // Host-only builds accept a devlist for NCCL compatibility: it only labels
 // the ranks (weftCommCuDevice), nothing runs on a GPU.
