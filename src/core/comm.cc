@@ -188,8 +188,16 @@ void setUpTopology(weftComm* comm) {
   topo::CommRings rings = topo::composeRings(comm->hostOf, views, comm->nChannels);
   comm->ringOrders = rings.orders;
   comm->costBase = topo::costInputsFromTopology(rings.summary, n, comm->costBase);
-  comm->deviceChannels = deviceChannelsFor(deviceLinkOf(rings.summary.intraType), multiHost,
-                                           comm->config.get(settings::kDeviceNChannels), comm->nChannels);
+  const DeviceLink link = deviceLinkOf(rings.summary.intraType);
+  const int64_t channelSetting = comm->config.get(settings::kDeviceNChannels);
+  int sameGpuCtas = 0;
+  if (link == DeviceLink::SameGpu && channelSetting == 0) {  // every rank sees the same link
+    std::vector<int32_t> resident(n, 0);
+    resident[me] = cuda::residentDeviceCtas(comm->cudaDev);
+    comm->bootstrap->allGather(resident.data(), sizeof(int32_t));
+    sameGpuCtas = sameGpuCtaShare(resident, comm->hostOf);
+  }
+  comm->deviceChannels = deviceChannelsFor(link, multiHost, channelSetting, comm->nChannels, sameGpuCtas);
   for (size_t i = 0; i < sameHost.size(); i++)
     if (sameHost[i] != me) comm->peerTopoKind[sameHost[i]] = topo::peerTopoKind(sys, places[localIndex], places[i]);
 

@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <map>
+#include <vector>
 
 namespace weft {
 
@@ -19,24 +21,45 @@ enum class DeviceLink {
 // The most channels a device call of this communicator uses. `setting`:
 // WEFT_DEVICE_NCHANNELS (0: from the link); `hostChannels`: the
 // communicator's channel count (WEFT_NCHANNELS), which host-memory FIFOs keep.
-inline int deviceChannelsFor(DeviceLink link, bool multiHost, int64_t setting, int hostChannels) {
+// `sameGpuCtas`: for ranks sharing one GPU, the interpreter CTAs each may
+// keep resident (sameGpuCtaShare; 0: unknown). One HBM serves all of them,
+// so they take as many channels as fit resident together: on an H200, 2
+// ranks at 64 channels moved 4x the busbw of 8 (docs/cuda.md).
+inline int deviceChannelsFor(DeviceLink link, bool multiHost, int64_t setting, int hostChannels,
+                             int sameGpuCtas = 0) {
   constexpr int kMax = 64;  // kMaxDeviceChannels
   if (setting > 0) return static_cast<int>(std::min<int64_t>(setting, kMax));
   int n = hostChannels;
   switch (link) {
     case DeviceLink::NvLink: n = multiHost ? 8 : 16; break;
-    case DeviceLink::SameGpu: n = 8; break;
+    case DeviceLink::SameGpu: n = sameGpuCtas > 0 ? std::min(sameGpuCtas, kMax) : 8; break;
     case DeviceLink::PciePeer: n = 4; break;
     case DeviceLink::HostMemory: break;
   }
   return std::clamp(std::max(n, hostChannels), 1, kMax);
 }
 
+// Resident interpreter CTAs each rank sharing a GPU may take: the fewest
+// any rank's GPU keeps (`resident[r]`, 0: unknown) over the most ranks of
+// one host (`hostOf[r]`), all of which share its GPU. 0 when any is unknown.
+inline int sameGpuCtaShare(const std::vector<int32_t>& resident, const std::vector<int>& hostOf) {
+  if (resident.empty() || resident.size() != hostOf.size()) return 0;
+  int32_t fewest = resident[0];
+  for (int32_t r : resident) fewest = std::min(fewest, r);
+  if (fewest <= 0) return 0;
+  std::map<int, int> perHost;
+  int most = 1;
+  for (int h : hostOf) most = std::max(most, ++perHost[h]);
+  return fewest / most;
+}
+
 // Channels of one ring-shaped device call moving `bytes` over `nranks`:
-// enough that each channel moves at least 128 KiB per rank (fewer CTAs for
-// small calls, whose cost is latency), at most `maxChannels`.
+// enough that each channel moves at least 512 KiB per rank (fewer CTAs for
+// small calls, whose cost is latency), at most `maxChannels`. Measured on an
+// H200 with ranks sharing it: 16 MiB over 2 ranks ran at 174 GB/s busbw on
+// 16 channels and 84 on 64; over 4 ranks 105 on 8 and 34 on 32 (docs/cuda.md).
 inline int deviceCallChannels(uint64_t bytes, int nranks, int maxChannels) {
-  const uint64_t perChannel = uint64_t(std::max(nranks, 1)) * (128u << 10);
+  const uint64_t perChannel = uint64_t(std::max(nranks, 1)) * (512u << 10);
   const uint64_t want = std::max<uint64_t>(1, bytes / perChannel);
   return static_cast<int>(std::min<uint64_t>(want, uint64_t(std::max(maxChannels, 1))));
 }

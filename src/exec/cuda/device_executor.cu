@@ -37,4 +37,37 @@ void launchInterpreter(const DevLaunch& launch, int nChannels, cudaStream_t stre
       cudaLaunchKernel(reinterpret_cast<const void*>(fn), dim3(nCtas), dim3(kInterpreterThreads), args, 0, stream));
 }
 
+namespace {
+
+// Every (type, op) instantiation of the interpreter, once each.
+template <class F>
+void forEachInterpreterKernel(F&& f) {
+  for (int type = 0; type < weftNumTypes; type++)
+    for (int op = 0; op <= kOpPreMulSum; op++)
+      if (op == baseFunctor(op))  // Avg and PreMulSum run Sum's kernel
+        if (auto fn = kernelFor<InterpretPlanFamily>(type, op)) f(reinterpret_cast<const void*>(fn));
+}
+
+}  // namespace
+
+void preloadInterpreterKernels() {
+  forEachInterpreterKernel([](const void* fn) {
+    cudaFuncAttributes a{};
+    WEFT_CUDA_CHECK(cudaFuncGetAttributes(&a, fn));
+  });
+}
+
+int residentInterpreterCtas(int device) {
+  DeviceGuard guard(device);
+  int sms = 0;
+  WEFT_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  int fewest = -1;  // CTAs per multiprocessor of the kernel that keeps fewest
+  forEachInterpreterKernel([&](const void* fn) {
+    int blocks = 0;
+    WEFT_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, fn, kInterpreterThreads, 0));
+    if (fewest < 0 || blocks < fewest) fewest = blocks;
+  });
+  return fewest < 0 ? 0 : sms * fewest;
+}
+
 }  // namespace weft::cuda

@@ -17,4 +17,15 @@ constexpr int kInterpreterThreads = 512;
 // Completion is ordered on `stream`.
 void launchInterpreter(const DevLaunch& launch, int nChannels, cudaStream_t stream);
 
+// Loads every (type, op) kernel of the interpreter into the current
+// device's context. With lazy loading a kernel loads at its first launch,
+// and loading can wait for the whole GPU: behind a peer rank's kernel that
+// spins until this rank's runs. Throws weft::Error.
+void preloadInterpreterKernels();
+
+// CTAs of the interpreter that `device` keeps resident at once, for the
+// (type, op) kernel that keeps fewest: ranks sharing one GPU spin on each
+// other's CTAs, so all of theirs must fit together. Throws weft::Error.
+int residentInterpreterCtas(int device);
+
 }  // namespace weft::cuda

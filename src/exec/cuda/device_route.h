@@ -31,6 +31,10 @@ void runDevicePlan(weftComm* comm, const plan::Plan& p, const std::shared_ptr<co
 // The CUDA device this thread uses, or -1 without CUDA or a GPU.
 int currentDevice();
 
+// How many interpreter CTAs `device` keeps resident at once (all (type, op)
+// kernels), or 0 without CUDA, a GPU or an answer. Never throws.
+int residentDeviceCtas(int device);
+
 // The GPU a device call on buffer p runs on: the buffer's own, or the
 // current device for managed memory (CUDA builds only).
 int callDevice(const void* p);
