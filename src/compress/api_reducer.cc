@@ -5,6 +5,7 @@
 #include <set>
 
 #include "src/compress/compressor.h"
+#include "src/compress/device_compress.h"
 #include "src/compress/reducer.h"
 #include "src/core/api_guard.h"
 #include "src/core/comm.h"
@@ -175,6 +176,15 @@ WEFT_API weftResult_t weftReducerCreate(weftComm_t comm, int nbuffers, void* con
       r->device = std::make_unique<compress::DeviceBuckets>(gpu, size_t(nbuffers), flatBytes);
     }
     buildBuckets(r.get(), bucketBytes, firstBytes, cc);
+    if (gpu >= 0) {
+      // Every rank's device memory is made before any rank's first bucket
+      // launches: an allocation synchronises the GPU, and ranks sharing
+      // one would otherwise wait on each other's spinning kernels.
+      for (weftReducer::Bucket& bk : r->buckets)
+        if (bk.compressor) compress::prepareCompressorOnDevice(bk.compressor, gpu);
+      std::lock_guard<std::mutex> lock(r->comm->execMutex);
+      r->comm->bootstrap->barrier();
+    }
     r->worker = std::thread([p = r.get()] { p->run(); });
     WEFT_INFO(kColl, "%s: %d buffers in %zu buckets (first %zu B, then %zu B), %s, compression %s, %s", fn, nbuffers,
               r->buckets.size(), firstBytes, bucketBytes, r->average ? "average" : "sum",

@@ -93,6 +93,7 @@ Layout layoutFor(const weftCompressor* c) {
 void allocate(weftCompressor* c, DeviceCompressor& d, int dev) {
   d.device = dev;
   cuda::DeviceGuard guard(dev);
+  device::preloadCompressionKernels();
   const Layout l = layoutFor(c);
   WEFT_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&d.arena), l.total()));
   char* p = d.arena;
@@ -110,7 +111,7 @@ void allocate(weftCompressor* c, DeviceCompressor& d, int dev) {
   d.recvBytes = reinterpret_cast<unsigned char*>(take(l.recv));
   d.packed = reinterpret_cast<unsigned char*>(take(l.packed));
   d.badIndex = reinterpret_cast<int*>(take(l.bad));
-  WEFT_CUDA_CHECK(cudaMemset(d.badIndex, 0, sizeof(int)));
+  cuda::fillDeviceNow(d.badIndex, sizeof(int));
   WEFT_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&d.badIndexHost), sizeof(int), cudaHostAllocDefault));
   *d.badIndexHost = 0;
   d.comm = c->comm;
@@ -119,13 +120,12 @@ void allocate(weftCompressor* c, DeviceCompressor& d, int dev) {
   WEFT_CUDA_CHECK(cudaStreamCreateWithFlags(&d.own, cudaStreamNonBlocking));
   d.residualCount = c->residual.size();
   if (d.residual)
-    WEFT_CUDA_CHECK(cudaMemcpy(d.residual, c->residual.data(), d.residualCount * sizeof(float),
-                               cudaMemcpyHostToDevice));
+    cuda::fillDeviceNow(d.residual, d.residualCount * sizeof(float), c->residual.data(),
+                        d.residualCount * sizeof(float));
   std::vector<float>().swap(c->residual);  // from now on the residual lives on the device
 }
 
-DeviceCompressor& deviceSide(weftCompressor* c, const void* send, const void* recv) {
-  const int dev = cuda::callDevice(send ? send : recv);
+DeviceCompressor& deviceSideOn(weftCompressor* c, int dev) {
   if (!c->device) {
     auto d = std::make_shared<DeviceCompressor>();
     allocate(c, *d, dev);
@@ -136,6 +136,10 @@ DeviceCompressor& deviceSide(weftCompressor* c, const void* send, const void* re
           "on GPU %d; use one compressor per GPU", c->device->device, dev);
   }
   return *c->device;
+}
+
+DeviceCompressor& deviceSide(weftCompressor* c, const void* send, const void* recv) {
+  return deviceSideOn(c, cuda::callDevice(send ? send : recv));
 }
 
 void collective(weftResult_t rc, const char* what) {
@@ -212,6 +216,11 @@ void runCompressedOnDevice(weftCompressor* c, const void* send, void* recv, weft
   d.used = true;
 }
 
+void prepareCompressorOnDevice(weftCompressor* c, int device) {
+  std::lock_guard<std::mutex> lock(c->mutex);
+  if (c->count) deviceSideOn(c, device);
+}
+
 float* deviceResidual(weftCompressor* c, size_t* count) {
   *count = c->device ? c->device->residualCount : 0;
   return c->device ? c->device->residual : nullptr;
@@ -231,6 +240,9 @@ void resetDeviceResidual(weftCompressor* c) {
 struct DeviceCompressor {};
 
 void runCompressedOnDevice(weftCompressor*, const void*, void*, weftStream_t) {
+  raise(weftInvalidUsage, "device buffers need weft built with CUDA (WEFT_ENABLE_CUDA)");
+}
+void prepareCompressorOnDevice(weftCompressor*, int) {
   raise(weftInvalidUsage, "device buffers need weft built with CUDA (WEFT_ENABLE_CUDA)");
 }
 float* deviceResidual(weftCompressor*, size_t* count) {

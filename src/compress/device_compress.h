@@ -25,6 +25,13 @@ struct DeviceCompressor;
 // residual there. Throws weft::Error.
 void runCompressedOnDevice(weftCompressor* c, const void* send, void* recv, weftStream_t stream);
 
+// Allocates the compressor's device memory on `device` now, as its first
+// call would (a no-op when it has). Allocating synchronises the GPU, so a
+// rank doing it mid-step would wait for a peer's kernel that waits for
+// this rank: ranks sharing a GPU must allocate before either launches.
+// Throws weft::Error.
+void prepareCompressorOnDevice(weftCompressor* c, int device);
+
 // The device residual (null without error feedback or before the first
 // call) and its length.
 float* deviceResidual(weftCompressor* c, size_t* count);

@@ -24,6 +24,12 @@ void loadInput(float* v, const void* x, weftDataType_t type, const float* residu
 // out[i] = v[i] converted to `type` (float32: a copy unless out == v).
 void storeOutput(void* out, const float* v, weftDataType_t type, size_t n, cudaStream_t s);
 
+// Loads every compression kernel (TopK and Sign) into the current
+// device's context now rather than at its first launch (see device_topk.cu).
+void preloadCompressionKernels();
+// The Sign kernels alone (device_sign.cu; preloadCompressionKernels calls it).
+void preloadSignKernels();
+
 // ---- TopK -----------------------------------------------------------------
 
 // Device scratch the selection needs for n entries (histograms, the radix

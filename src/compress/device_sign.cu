@@ -138,4 +138,15 @@ void signSumBlocks(float* sum, size_t len, const unsigned char* blocks, size_t b
   WEFT_KERNEL_CHECK();
 }
 
+void preloadSignKernels() {
+  const void* kernels[] = {
+      reinterpret_cast<const void*>(&scalePartialKernel), reinterpret_cast<const void*>(&scaleFinishKernel),
+      reinterpret_cast<const void*>(&wordsKernel), reinterpret_cast<const void*>(&decodeKernel),
+      reinterpret_cast<const void*>(&sumBlocksKernel)};
+  for (const void* k : kernels) {
+    cudaFuncAttributes a{};
+    WEFT_CUDA_CHECK(cudaFuncGetAttributes(&a, k));
+  }
+}
+
 }  // namespace weft::compress::device

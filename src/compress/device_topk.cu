@@ -203,4 +203,23 @@ void topkScatterAdd(float* out, size_t n, const TopKPair* pairs, size_t k, int b
   }
 }
 
+void preloadCompressionKernels() {
+  // With lazy loading a kernel loads at its first launch, and loading can
+  // wait for the whole GPU: behind a peer's collective kernel that spins
+  // until this rank's collective runs. Loading them all here, before any
+  // collective, keeps that wait out of a step.
+  const void* kernels[] = {
+      reinterpret_cast<const void*>(&loadKernel<LoadF32>), reinterpret_cast<const void*>(&loadKernel<LoadF16>),
+      reinterpret_cast<const void*>(&loadKernel<LoadBf16>), reinterpret_cast<const void*>(&storeNarrowKernel),
+      reinterpret_cast<const void*>(&histogramKernel),      reinterpret_cast<const void*>(&radixInitKernel),
+      reinterpret_cast<const void*>(&radixChooseKernel),    reinterpret_cast<const void*>(&runCountsKernel),
+      reinterpret_cast<const void*>(&scanRunsKernel),       reinterpret_cast<const void*>(&packRunsKernel),
+      reinterpret_cast<const void*>(&zeroSentKernel),       reinterpret_cast<const void*>(&scatterAddKernel)};
+  for (const void* k : kernels) {
+    cudaFuncAttributes a{};
+    WEFT_CUDA_CHECK(cudaFuncGetAttributes(&a, k));
+  }
+  preloadSignKernels();
+}
+
 }  // namespace weft::compress::device

@@ -106,8 +106,7 @@ class P2pTransport : public Transport {
     std::vector<char> header(fifoBytes(ctx.geometry.nSlots, ctx.geometry.slotBytes) -
                              size_t(ctx.geometry.nSlots) * ctx.geometry.slotBytes);
     FifoHeader* h = fifoInit(header.data(), ctx.geometry.nSlots, ctx.geometry.slotBytes);
-    WEFT_CUDA_CHECK(cudaMemcpy(c->owned, header.data(), header.size(), cudaMemcpyHostToDevice));
-    WEFT_CUDA_CHECK(cudaMemset(static_cast<char*>(c->owned) + header.size(), 0, bytes - header.size()));
+    cuda::fillDeviceNow(c->owned, bytes, header.data(), header.size());
     P2pOffer offer;
     offer.sameProcess = c->sameProc;
     offer.bytes = bytes;

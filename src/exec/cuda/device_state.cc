@@ -40,6 +40,7 @@ DeviceState::DeviceState(int device, const std::atomic<bool>* abortFlag, int ran
       exactArith_(settings::get(settings::kDeviceExactArith)), arena_(imageArenaBytes) {
   DeviceGuard guard(device);
   countDeviceSetup();
+  preloadInterpreterKernels();  // set-up happens before the ranks' first launch
   void* p = nullptr;
   WEFT_CUDA_CHECK(cudaHostAlloc(&p, sizeof(DevStatus), cudaHostAllocMapped | cudaHostAllocPortable));
   statusHost_ = static_cast<DevStatus*>(p);

@@ -140,6 +140,9 @@ GpuDirectBuffer::GpuDirectBuffer(int device, size_t bytes) {
   data_ = static_cast<char*>(p);
   bytes_ = rounded;
   device_ = device;
+  // Slots start zeroed, as device LL expects (a reused allocation could
+  // hold lines whose flags look current).
+  fillDeviceNow(data_, bytes_);
 }
 
 GpuDirectBuffer& GpuDirectBuffer::operator=(GpuDirectBuffer&& o) noexcept {

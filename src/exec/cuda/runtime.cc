@@ -37,6 +37,19 @@ const char* bufferKindName(BufferKind k) {
   return "?";
 }
 
+void fillDeviceNow(void* dst, size_t bytes, const void* src, size_t srcBytes) {
+  if (srcBytes > bytes) raise(weftInternalError, "fillDeviceNow: %zu source bytes for %zu", srcBytes, bytes);
+  cudaStream_t s = nullptr;
+  WEFT_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  cudaError_t err = cudaSuccess;
+  char* d = static_cast<char*>(dst);
+  if (srcBytes) err = cudaMemcpyAsync(d, src, srcBytes, cudaMemcpyHostToDevice, s);
+  if (err == cudaSuccess && bytes > srcBytes) err = cudaMemsetAsync(d + srcBytes, 0, bytes - srcBytes, s);
+  if (err == cudaSuccess) err = cudaStreamSynchronize(s);
+  (void)cudaStreamDestroy(s);
+  if (err != cudaSuccess) raiseCuda(err, "fillDeviceNow", __FILE__, __LINE__);
+}
+
 int deviceOf(const void* p) {
   if (!p || !gpuAvailable()) return -1;
   cudaPointerAttributes a{};

@@ -56,6 +56,15 @@ enum class BufferKind {
 
 const char* bufferKindName(BufferKind k);
 
+// Fills device memory on the current device (`src` bytes first, when
+// given, then zeros to `bytes`) and returns when the GPU has done it. A
+// plain cudaMemcpy from pageable memory or cudaMemset returns before the
+// GPU is done, on the legacy stream, which kernels on non-blocking streams
+// do not wait for: a peer's first kernel could read the memory's previous
+// contents (in a reused allocation, stale LL flags that look valid).
+// Uses a stream of its own, so it waits for nothing else. Throws weft::Error.
+void fillDeviceNow(void* dst, size_t bytes, const void* src = nullptr, size_t srcBytes = 0);
+
 // Never throws; without a GPU or driver every pointer is Unregistered.
 BufferKind classify(const void* p);
 
