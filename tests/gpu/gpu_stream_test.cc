@@ -89,22 +89,71 @@ TEST_P(GpuGraph, CaptureOnceReplayHundredTimes) {
 INSTANTIATE_TEST_SUITE_P(RanksOnOneGpu, GpuGraph, ::testing::Values(1, 2));
 
 // A call inside capture that would have to upload its plan is refused with
-// weftInvalidUsage, and the capture itself stays valid.
+// weftInvalidUsage, and the capture itself stays valid. Two ranks: a
+// one-rank call is a plain copy, which needs no plan on the device.
 TEST(GpuGraphRefusal, CaptureWithoutWarmUpIsRefusedCleanly) {
   SKIP_WITHOUT_GPU();
+  SharedGpuRanks r(2, 20000);
+  std::vector<std::unique_ptr<DeviceFloats>> a, b;
+  for (int k = 0; k < 2; k++) {
+    a.push_back(std::make_unique<DeviceFloats>(1000));
+    b.push_back(std::make_unique<DeviceFloats>(1000));
+  }
+  for (int k = 0; k < 2; k++) {
+    CUDA_OK(cudaStreamBeginCapture(r.streams[k], cudaStreamCaptureModeThreadLocal));
+    EXPECT_EQ(weftAllReduce(a[k]->p, b[k]->p, 777, weftFloat32, weftSum, r.comms[k], r.streams[k]), weftInvalidUsage);
+    cudaGraph_t g = nullptr;
+    CUDA_OK(cudaStreamEndCapture(r.streams[k], &g));
+    CUDA_OK(cudaGraphDestroy(g));
+    a[k]->fill(2.0f, r.streams[k]);
+  }
+  r.onAll([&](int k) {
+    EXPECT_EQ(weftAllReduce(a[k]->p, b[k]->p, 777, weftFloat32, weftSum, r.comms[k], r.streams[k]), weftSuccess);
+  });
+  for (int k = 0; k < 2; k++) {
+    std::vector<float> h(777);
+    CUDA_OK(cudaMemcpy(h.data(), b[k]->p, 777 * 4, cudaMemcpyDeviceToHost));
+    for (float x : h) ASSERT_EQ(x, 4.0f);
+  }
+}
+
+// One rank: every collective is a copy on the caller's stream (nothing in
+// place), so it can be captured with no warm-up and replays correctly.
+TEST(GpuOneRank, CollectivesAreCopiesThatCaptureWithoutWarmUp) {
+  SKIP_WITHOUT_GPU();
   SharedGpuRanks r(1, 20000);
-  DeviceFloats a(1000), b(1000);
-  CUDA_OK(cudaStreamBeginCapture(r.streams[0], cudaStreamCaptureModeThreadLocal));
-  EXPECT_EQ(weftAllReduce(a.p, b.p, 777, weftFloat32, weftSum, r.comms[0], r.streams[0]), weftInvalidUsage);
+  DeviceFloats a(4099), b(4099);
+  cudaStream_t s = r.streams[0];
+  CUDA_OK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+  EXPECT_EQ(weftAllReduce(a.p, b.p, 4099, weftFloat32, weftSum, r.comms[0], s), weftSuccess);
+  EXPECT_EQ(weftAllReduce(b.p, b.p, 4099, weftFloat32, weftAvg, r.comms[0], s), weftSuccess);
   cudaGraph_t g = nullptr;
-  CUDA_OK(cudaStreamEndCapture(r.streams[0], &g));
+  CUDA_OK(cudaStreamEndCapture(s, &g));
+  cudaGraphExec_t exec = nullptr;
+  CUDA_OK(cudaGraphInstantiate(&exec, g, 0));
+  for (int it = 1; it <= 3; it++) {
+    a.fill(float(it), s);
+    CUDA_OK(cudaMemsetAsync(b.p, 0xff, 4099 * 4, s));  // poison: NaN
+    CUDA_OK(cudaGraphLaunch(exec, s));
+    CUDA_OK(cudaStreamSynchronize(s));
+    EXPECT_EQ(b.countNot(float(it)), 0u) << "replay " << it;
+  }
+  CUDA_OK(cudaGraphExecDestroy(exec));
   CUDA_OK(cudaGraphDestroy(g));
-  a.fill(2.0f, r.streams[0]);
-  ASSERT_EQ(weftAllReduce(a.p, b.p, 777, weftFloat32, weftSum, r.comms[0], r.streams[0]), weftSuccess);
-  CUDA_OK(cudaStreamSynchronize(r.streams[0]));
-  std::vector<float> h(777);
-  CUDA_OK(cudaMemcpy(h.data(), b.p, 777 * 4, cudaMemcpyDeviceToHost));
-  for (float x : h) ASSERT_EQ(x, 2.0f);
+  // Eager, every collective: out of place a copy, in place untouched.
+  a.fill(5.0f, s);
+  CUDA_OK(cudaMemsetAsync(b.p, 0xff, 4099 * 4, s));
+  EXPECT_EQ(weftBroadcast(a.p, b.p, 4099, weftFloat32, 0, r.comms[0], s), weftSuccess);
+  CUDA_OK(cudaStreamSynchronize(s));
+  EXPECT_EQ(b.countNot(5.0f), 0u);
+  CUDA_OK(cudaMemsetAsync(b.p, 0xff, 4099 * 4, s));
+  EXPECT_EQ(weftAllGather(a.p, b.p, 4099, weftFloat32, r.comms[0], s), weftSuccess);
+  CUDA_OK(cudaStreamSynchronize(s));
+  EXPECT_EQ(b.countNot(5.0f), 0u);
+  EXPECT_EQ(weftReduceScatter(a.p, a.p, 4099, weftFloat32, weftMax, r.comms[0], s), weftSuccess);
+  CUDA_OK(cudaStreamSynchronize(s));
+  EXPECT_EQ(a.countNot(5.0f), 0u);
+  r.expectNoAsyncError();
 }
 
 // Two calls of each rank on two streams, on different buffers: the
