@@ -40,12 +40,15 @@ struct RunStats {
 };
 
 // Bytes of model state per plan step (for the caller's memory estimate).
-inline constexpr size_t kBytesPerStep = 160;
+inline constexpr size_t kBytesPerStep = 120;
 
 // plans[r] is rank r's plan of one call. Throws weftInvalidArgument when the
 // plans do not describe one call on this cluster (rank counts, unpaired
 // transfers, a bad cluster).
 RunStats simulate(const std::vector<plan::Plan>& plans, const Cluster& c);
+// The same, freeing the plans once the model has taken their steps (before
+// the run): at thousands of ranks the model holds either, not both.
+RunStats simulate(std::vector<plan::Plan>&& plans, const Cluster& c);
 
 // The same call run one rank per class of `sym` (symmetry.h): one plan
 // per class, for its representative (Plan::rank), and the caller has

@@ -152,7 +152,7 @@ RunStats simulateCall(const PlanSource& plans, const Cluster& c, const CallOptio
     if (o.maxSteps && steps > o.maxSteps) refuse(steps, o.maxSteps, "more than");
   }
   announce(o, steps, n);
-  return simulate(all, c);
+  return simulate(std::move(all), c);
 }
 
 }  // namespace weft::sim
