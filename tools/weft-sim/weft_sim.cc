@@ -132,13 +132,17 @@ algo::CostInputs costInputs(const Options& o, uint64_t bytes) {
   in.nranks = int(o.cluster.hostOf.size());
   in.nHosts = int(o.layout.size());
   in.bytes = bytes;
-  in.intra = {o.simple.intraLatUs, o.simple.intraGBs};
+  // A hop as the library measures it (weft-tune's latencies): the link's
+  // latency and the step the receiving rank runs (the model's per-step
+  // overhead), so deep chains of cheap hops are not priced at the link's alone.
+  const double stepUs = o.cluster.stepOverheadUs;
+  in.intra = {o.simple.intraLatUs + stepUs, o.simple.intraGBs};
   // As the communicator prices its channels (topo::costInputsFromTopology):
   // the network carries one NIC per channel (channels spread over a host's
   // NICs, as many as it has), one channel no more than its NIC. The rails
   // of hier count the NICs beyond those.
   const int K = std::max(o.simple.nicsPerHost, 1), used = std::min(o.channels, K);
-  in.inter = {o.simple.netLatUs, o.simple.nicGBs * used};
+  in.inter = {o.simple.netLatUs + stepUs, o.simple.nicGBs * used};
   in.maxChannels = o.channels;
   if (in.nHosts > 1) in.channelBwGBs = std::min(o.simple.nicGBs, o.simple.intraGBs);
   in.nicsPerHost = (K + used - 1) / used;
