@@ -1,6 +1,7 @@
 #include "src/sim/flow_model.h"
 
 #include <algorithm>
+#include <functional>
 #include <queue>
 #include <tuple>
 
@@ -66,30 +67,29 @@ struct LinkUse {
   int weight;
 };
 
+// Plan `index` of the call; the reference may be dropped at the next call.
+using PlanAt = std::function<const plan::Plan&(int index)>;
+
 class Model {
  public:
-  // plans: one per class of `sym` (symmetry.h), each for its class's
+  // nPlans plans: one per class of `sym` (symmetry.h), each for its class's
   // representative rank (Plan::rank); the other ranks' plans are theirs
-  // moved by the group.
-  Model(const std::vector<plan::Plan>& plans, const Cluster& c, const RankSymmetry& sym)
-      : c_(c), sym_(sym), n_(int(c.hostOf.size())), nPlans_(int(plans.size())) {
+  // moved by the group. Each plan is read twice, one at a time (to size the
+  // model, then to fill it); `counted` is told the steps of the plans sized
+  // so far and may throw.
+  Model(int nPlans, const PlanAt& planAt, const Cluster& c, const RankSymmetry& sym,
+        const std::function<void(uint64_t)>& counted = {})
+      : c_(c), sym_(sym), n_(int(c.hostOf.size())), nPlans_(nPlans) {
     validate(c);
     if (sym.nranks != n_ || sym.linkRep.size() != c.linkGBs.size() || sym.linkWeight.size() != c.linkGBs.size())
       raise(weftInvalidArgument, "sim: the symmetry's tables do not match the cluster");
-    if (size_t(n_) != plans.size() * size_t(sym.copies()))
-      raise(weftInvalidArgument, "sim: %zu plans for %d ranks in classes of %d", plans.size(), n_, sym.copies());
-    planOf_.assign(size_t(n_), -1);
-    for (size_t i = 0; i < plans.size(); i++) {
-      const int r = plans[i].rank;
-      if (r < 0 || r >= n_ || sym.rep(r) != r || planOf_[size_t(r)] >= 0)
-        raise(weftInvalidArgument, "sim: plan %zu is for rank %d, not a class's representative", i, r);
-      planOf_[size_t(r)] = int(i);
-    }
+    if (size_t(n_) != size_t(nPlans) * size_t(sym.copies()))
+      raise(weftInvalidArgument, "sim: %d plans for %d ranks in classes of %d", nPlans, n_, sym.copies());
     active_.resize(c.linkGBs.size());
     remCap_.resize(c.linkGBs.size());
     unfrozen_.resize(c.linkGBs.size());
     linkStamp_.resize(c.linkGBs.size());
-    buildNodes(plans);
+    buildNodes(planAt, counted);
   }
 
   // The plans are not read from here on.
@@ -123,34 +123,54 @@ class Model {
   // nodes (rank by rank, 4096 ranks' nodes missed the cache at every event).
   // appear_ keeps each node's place in its plan's own order (channel by
   // channel) for the FIFO pairing.
-  void buildNodes(const std::vector<plan::Plan>& plans) {
-    struct Lane {
-      const plan::Plan* plan;
-      const std::vector<plan::Step>* steps;
-      uint32_t appearBase;
-      int prev = -1;
-    };
-    std::vector<Lane> lanes;
-    size_t longest = 0, total = 0;
-    for (const plan::Plan& plan : plans) {
-      if (plan.nranks != n_) raise(weftInvalidArgument, "sim: rank %d's plan is for %d ranks", plan.rank, plan.nranks);
-      uint32_t base = 0;
+  void buildNodes(const PlanAt& planAt, const std::function<void(uint64_t)>& counted) {
+    std::vector<uint32_t> laneSteps;  // per channel of every plan, in plan order
+    std::vector<uint64_t> lanesLonger;  // per step index j: lanes with more than j steps
+    uint64_t total = 0;
+    std::vector<bool> seen(size_t(n_), false);
+    for (int i = 0; i < nPlans_; i++) {
+      const plan::Plan& plan = planAt(i);
+      const int r = plan.rank;
+      if (r < 0 || r >= n_ || sym_.rep(r) != r || seen[size_t(r)])
+        raise(weftInvalidArgument, "sim: plan %d is for rank %d, not a class's representative", i, r);
+      seen[size_t(r)] = true;
+      if (plan.nranks != n_) raise(weftInvalidArgument, "sim: rank %d's plan is for %d ranks", r, plan.nranks);
       for (const auto& ch : plan.channels) {
-        lanes.push_back({&plan, &ch.steps, base});
-        base += uint32_t(ch.steps.size());
-        longest = std::max(longest, ch.steps.size());
+        laneSteps.push_back(uint32_t(ch.steps.size()));
+        if (lanesLonger.size() < ch.steps.size()) lanesLonger.resize(ch.steps.size(), 0);
+        for (size_t j = 0; j < ch.steps.size(); j++) lanesLonger[j]++;
         total += ch.steps.size();
       }
+      if (total >= (uint64_t(1) << 30)) raise(weftInvalidArgument, "sim: %llu steps are more than the model holds",
+                                               (unsigned long long)total);
+      if (counted) counted(total);
     }
-    if (total >= (size_t(1) << 30)) raise(weftInvalidArgument, "sim: %zu steps are more than the model holds", total);
-    nodes_.reserve(total);
-    appear_.reserve(total);
-    for (size_t j = 0; j < longest; j++)
-      for (Lane& lane : lanes)
-        if (j < lane.steps->size()) addNode(*lane.plan, (*lane.steps)[j], lane.appearBase + uint32_t(j), &lane.prev);
+    // Step j of the k-th lane that has one sits at start[j] + k.
+    std::vector<uint64_t> start(lanesLonger.size() + 1, 0), taken(lanesLonger.size(), 0);
+    for (size_t j = 0; j < lanesLonger.size(); j++) start[j + 1] = start[j] + lanesLonger[j];
+    nodes_.resize(size_t(total));
+    appear_.resize(size_t(total));
+    size_t lane = 0;
+    for (int i = 0; i < nPlans_; i++) {
+      const plan::Plan& plan = planAt(i);
+      uint32_t base = 0;
+      for (const auto& ch : plan.channels) {
+        if (lane >= laneSteps.size() || laneSteps[lane++] != ch.steps.size())
+          raise(weftInvalidArgument, "sim: rank %d's plan changed between two builds", plan.rank);
+        int prev = -1;
+        for (size_t j = 0; j < ch.steps.size(); j++) {
+          const int at = int(start[j] + taken[j]++);
+          nodes_[size_t(at)] = makeNode(plan, ch.steps[j], prev >= 0);
+          appear_[size_t(at)] = base + uint32_t(j);
+          if (prev >= 0) nodes_[size_t(prev)].next = at;
+          prev = at;
+        }
+        base += uint32_t(ch.steps.size());
+      }
+    }
   }
 
-  void addNode(const plan::Plan& p, const plan::Step& s, uint32_t appear, int* prev) {
+  Node makeNode(const plan::Plan& p, const plan::Step& s, bool afterAnother) const {
     const int r = p.rank;
     for (int k = 0; k < s.nSend; k++)
       if (s.sendPeer[k] < 0 || s.sendPeer[k] >= n_ || s.sendPeer[k] == r)
@@ -166,13 +186,10 @@ class Model {
     x.nRecv = s.nRecv;
     x.conn = s.conn;
     x.rank = r;
-    x.waitStart = uint8_t((*prev >= 0 ? 1 : 0) + s.nRecv);
+    x.waitStart = uint8_t((afterAnother ? 1 : 0) + s.nRecv);
     x.waitEnd = uint8_t(1 + s.nSend + s.nRecv);
     x.readyAt = c_.stepOverheadUs;
-    nodes_.push_back(x);
-    appear_.push_back(appear);
-    if (*prev >= 0) nodes_[size_t(*prev)].next = int(nodes_.size()) - 1;
-    *prev = int(nodes_.size()) - 1;
+    return x;
   }
 
   // The k-th send on a (sender, receiver, connection) FIFO feeds the k-th
@@ -342,7 +359,6 @@ class Model {
   const RankSymmetry& sym_;
   const int n_;
   const int nPlans_;
-  std::vector<int> planOf_;  // per rank: its plan's index in plans_ (representatives), else -1
   std::vector<Node> nodes_;
   std::vector<uint32_t> appear_;  // per node: its place in its rank's plan (channel by channel)
   std::vector<Flow> flows_;
@@ -470,20 +486,26 @@ void checkEveryRank(const std::vector<plan::Plan>& plans, const Cluster& c) {
 RunStats simulate(const std::vector<plan::Plan>& plans, const Cluster& c) {
   checkEveryRank(plans, c);
   const RankSymmetry full = noSymmetry(c);
-  Model m(plans, c, full);
+  Model m(int(plans.size()), [&](int i) -> const plan::Plan& { return plans[size_t(i)]; }, c, full);
   return m.run();
 }
 
-RunStats simulate(std::vector<plan::Plan>&& plans, const Cluster& c) {
-  checkEveryRank(plans, c);
+RunStats simulateStreamed(const std::function<plan::Plan(int rank)>& plans, const Cluster& c,
+                          const std::function<void(uint64_t steps)>& counted) {
   const RankSymmetry full = noSymmetry(c);
-  Model m(plans, c, full);
-  std::vector<plan::Plan>().swap(plans);
+  plan::Plan held;
+  Model m(int(c.hostOf.size()), [&](int r) -> const plan::Plan& {
+    held = plans(r);
+    if (held.rank != r) raise(weftInvalidArgument, "sim: plan %d is rank %d's", r, held.rank);
+    return held;
+  }, c, full, counted);
+  held = plan::Plan{};
   return m.run();
 }
 
 RunStats simulateSymmetric(const std::vector<plan::Plan>& representatives, const Cluster& c, const RankSymmetry& sym) {
-  Model m(representatives, c, sym);
+  Model m(int(representatives.size()), [&](int i) -> const plan::Plan& { return representatives[size_t(i)]; }, c,
+          sym);
   return m.run();
 }
 

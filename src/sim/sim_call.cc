@@ -140,19 +140,17 @@ RunStats simulateCall(const PlanSource& plans, const Cluster& c, const CallOptio
     announce(o, steps, int(all.size()));
     return simulateSymmetric(all, c, sym);
   }
-  // Every rank's plan: refused before they are built when rank 0's steps
-  // times the ranks already exceed the limit.
-  all.push_back(plans(0));
-  uint64_t steps = all.front().stepCount();
-  if (o.maxSteps && all.front().stepCount() * uint64_t(n) > o.maxSteps)
-    refuse(all.front().stepCount() * uint64_t(n), o.maxSteps, "about");
-  for (int r = 1; r < n; r++) {
-    all.push_back(plans(r));
-    steps += all.back().stepCount();
+  // Every rank's plan, made on demand (simulateStreamed): refused before the
+  // model takes memory when rank 0's steps times the ranks, or the steps
+  // counted so far, exceed the limit.
+  std::vector<plan::Plan>().swap(all);
+  const uint64_t first = plans(0).stepCount();
+  if (o.maxSteps && first * uint64_t(n) > o.maxSteps) refuse(first * uint64_t(n), o.maxSteps, "about");
+  int sized = 0;
+  return simulateStreamed(plans, c, [&](uint64_t steps) {
     if (o.maxSteps && steps > o.maxSteps) refuse(steps, o.maxSteps, "more than");
-  }
-  announce(o, steps, n);
-  return simulate(std::move(all), c);
+    if (++sized == n) announce(o, steps, n);
+  });
 }
 
 }  // namespace weft::sim

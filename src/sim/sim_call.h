@@ -58,11 +58,12 @@ struct CallOptions {
 // num / den, and everything the model sees unchanged.
 bool planScales(const plan::Plan& a, const plan::Plan& b, uint64_t num, uint64_t den);
 
-// Builds every rank's plan once: the representatives' are kept, the others
-// are checked against them (shiftedPlanMatches) and dropped; at the first
-// that does not match, or when the cluster has no shift symmetry, every
-// plan is kept and the full model runs. Either way the result is the full
-// model's (up to rounding: simulateShifted).
+// Builds the representatives' plans and keeps them; the others are checked
+// against them (movedPlanMatches) and dropped, or not built at all when the
+// memo's symmetry holds (SymmetryMemo). At the first that does not match,
+// or when the cluster has no symmetry, the full model runs over every
+// rank's plan, made twice and one at a time (simulateStreamed). Either way
+// the result is the full model's (up to rounding: simulateSymmetric).
 RunStats simulateCall(const PlanSource& plans, const Cluster& c, const CallOptions& o = {});
 
 }  // namespace weft::sim

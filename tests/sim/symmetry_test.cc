@@ -11,8 +11,10 @@
 
 #include "algorithms/cost_model.h"
 #include "algorithms/registry.h"
+#include "src/sim/flow_model.h"
 #include "src/sim/sim_call.h"
 #include "src/sim/topo_cluster.h"
+#include "src/util/error.h"
 
 namespace weft::test {
 namespace {
@@ -161,6 +163,52 @@ TEST(SimSymmetry, RememberedSymmetryGivesTheFullModelsTimes) {
       }
   // The even sizes after the first of each (algorithm, collective) keep it.
   EXPECT_GE(kept, 10u);
+}
+
+// The full model over plans made on demand, one at a time, gives what it
+// gives over every plan held at once; a source whose plans change between
+// its two passes, or that runs past the caller's limit, is refused.
+TEST(SimSymmetry, StreamedPlansGiveTheHeldPlansTimes) {
+  const sim::TopoCluster t = sim::topoClusterFromString(railCluster(4, 4).dump());
+  const int n = int(t.cluster.hostOf.size());
+  for (algo::AlgoId a : {algo::kRing, algo::kDoubleTree, algo::kHier})
+    for (uint64_t count : {uint64_t(1000), uint64_t(1) << 18}) {
+      SCOPED_TRACE(std::string(algo::algoName(a)) + " count " + std::to_string(count));
+      algo::CollArgs args;
+      args.nranks = n;
+      args.count = count;
+      args.nChannels = 2;
+      args.hostOf = t.cluster.hostOf;
+      auto build = [&](int rank) {
+        algo::CollArgs mine = args;
+        mine.rank = rank;
+        return algo::algoInfo(a).build(mine);
+      };
+      std::vector<plan::Plan> all;
+      for (int r = 0; r < n; r++) all.push_back(build(r));
+      const sim::RunStats held = sim::simulate(all, t.cluster);
+      uint64_t counted = 0;
+      const sim::RunStats streamed = sim::simulateStreamed(build, t.cluster, [&](uint64_t s) { counted = s; });
+      EXPECT_EQ(streamed.us, held.us);
+      EXPECT_EQ(streamed.steps, held.steps);
+      EXPECT_EQ(streamed.netBytes, held.netBytes);
+      EXPECT_EQ(counted, held.steps);
+    }
+  int calls = 0;
+  auto changing = [&](int rank) {
+    algo::CollArgs args;
+    args.nranks = n;
+    args.rank = rank;
+    args.count = 1 << 16;
+    args.nChannels = ++calls > n ? 1 : 2;  // the second pass builds other plans
+    args.hostOf = t.cluster.hostOf;
+    return algo::algoInfo(algo::kDoubleTree).build(args);
+  };
+  EXPECT_THROW(sim::simulateStreamed(changing, t.cluster, {}), Error);
+  calls = 0;
+  EXPECT_THROW(sim::simulateStreamed(changing, t.cluster, [](uint64_t s) {
+    if (s > 10) throw Error(weftInvalidArgument, "too many steps");
+  }), Error);
 }
 
 // Scaled plans: every count and offset by one ratio, nothing else.
