@@ -21,13 +21,30 @@ double log2ceil(int x) { return x <= 1 ? 0.0 : std::ceil(std::log2(double(x))); 
 
 bool multiHost(const CostInputs& in) { return std::clamp(in.nHosts, 1, in.nranks) > 1; }
 
-// Tree depth: the chain inside a host plus the tree over hosts.
-double treeLatencyUs(const CostInputs& in) {
-  const double n = std::max(in.nranks, 1);
+double ranksPerHost(const CostInputs& in) {
+  return std::ceil(double(std::max(in.nranks, 1)) / std::clamp(in.nHosts, 1, std::max(in.nranks, 1)));
+}
+
+// The double tree's depth: a tree over hosts, whose ranks form a chain in
+// each host; a child host hangs off the head of its parent's chain or the
+// next rank, so every level but the last adds an intra hop to the leaf
+// host's chain (64 x 8: 6 network hops and 7 + 5 intra hops).
+double doubleTreeLatencyUs(const CostInputs& in) {
   const int hosts = std::clamp(in.nHosts, 1, in.nranks);
-  const double perHost = std::ceil(n / hosts);
-  const double chainHops = perHost - 1, netHops = log2ceil(hosts);
-  return chainHops * in.intra.latencyUs + netHops * (multiHost(in) ? in.inter.latencyUs : 0.0);
+  const double netHops = log2ceil(hosts);
+  const double chain = ranksPerHost(in) - 1;
+  const double intraHops = chain > 0 ? chain + std::max(netHops - 1, 0.0) : 0.0;
+  return intraHops * in.intra.latencyUs + netHops * (multiHost(in) ? in.inter.latencyUs : 0.0);
+}
+
+// The single binary tree's depth over ranks numbered host by host
+// (binaryTreeParents: log2(n) hops from the deepest leaf): the hops below a
+// host's size stay inside it, the root's and the others cross hosts (64 x 8:
+// 2 intra hops and 7 network hops; 4 x 4: 1 and 3).
+double binaryTreeLatencyUs(const CostInputs& in) {
+  const double depth = log2ceil(in.nranks);
+  const double intra = std::max(std::floor(std::log2(ranksPerHost(in))) - 1, 0.0);
+  return intra * in.intra.latencyUs + (depth - intra) * in.inter.latencyUs;
 }
 
 CostTerms ringCost(Coll c, const CostInputs& in, double B) {
@@ -57,7 +74,7 @@ double ringSteps(Coll c, int n) {
 CostTerms binaryTreeCost(Coll, const CostInputs& in, double B) {
   // Up and down run at once; an interior rank takes in B from each of two
   // children and B from its parent.
-  const double lat = multiHost(in) ? treeLatencyUs(in) : log2ceil(in.nranks) * in.intra.latencyUs;
+  const double lat = multiHost(in) ? binaryTreeLatencyUs(in) : log2ceil(in.nranks) * in.intra.latencyUs;
   return {2 * lat, 3 * B / linkBytesPerUs(in)};
 }
 
@@ -65,8 +82,8 @@ CostTerms doubleTreeCost(Coll, const CostInputs& in, double B) {
   // Half the data per tree: interior in one (2 x B/2 up + B/2 down), a leaf
   // in the other (B/2 down): 2B in, like a ring's 2(n-1)/n B. Inside a host
   // the trees are chains (buildDoubleTree), so one host pays the chain's
-  // depth, not log2(n).
-  return {2 * treeLatencyUs(in), 2 * B / linkBytesPerUs(in)};
+  // depth, not log2(n), and each level over hosts an intra hop more.
+  return {2 * doubleTreeLatencyUs(in), 2 * B / linkBytesPerUs(in)};
 }
 
 plan::Plan buildBinaryTree(const CollArgs& a) { return buildTree(a); }

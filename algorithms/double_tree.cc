@@ -83,8 +83,16 @@ plan::Plan buildDoubleTree(const CollArgs& a) {
     Range half0 = alignedPart(s.count, 2, 0, splitUnit(a));
     half0.off += s.off;
     Range half1{s.off + half0.count, s.count - half0.count};
-    appendTreeAllReduce(p, me[0], half0, uint8_t(2 * c));
-    appendTreeAllReduce(p, me[1], half1, uint8_t(2 * c + 1));
+    // Connections: the first tree's channels 0..nch-1, the second's after
+    // them. A transport spreads connections over a rank's NICs by index
+    // modulo their count (ib::nicForChannel), and a rank is interior in one
+    // tree (3 halves out per channel) and a leaf in the other (one): with
+    // 2c and 2c + 1, connections 2c and 2c + K of one tree shared a NIC
+    // whenever 2 nch > K NICs, and half the NICs carried three quarters of
+    // the bytes (the 64 x 8 cluster on 8 channels: 24 GB/s busbw where the
+    // ring reached 40; docs/simulator.md).
+    appendTreeAllReduce(p, me[0], half0, uint8_t(c));
+    appendTreeAllReduce(p, me[1], half1, uint8_t(nch + c));
   }
   return p;
 }

@@ -31,7 +31,7 @@ std::array<std::vector<int>, 2> doubleTreeParents(const std::vector<int>& hostOf
 std::vector<int> mirrorTreeParents(int n);
 
 // AllReduce: each channel's slice split in two halves, the first on tree 0
-// (conn 2c), the second on tree 1 (conn 2c+1). The trees follow a.hostOf
+// (conn c), the second on tree 1 (conn k + c on k channels). The trees follow a.hostOf
 // (empty: one rank per host) and the channel's ring order (ringOrder(a, c)).
 plan::Plan buildDoubleTree(const CollArgs& a);
 

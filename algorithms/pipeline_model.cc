@@ -21,6 +21,14 @@ double pipelinedUs(plan::Coll c, AlgoId a, const CostInputs& in, int channels, u
   const double bytesUs = bytesTermUs(c, a, in) * cal.bwScale * W / std::max(reach, 1e-9);
   const double perChannel = double(in.bytes) / ch;
   const double slice = double(std::max<uint64_t>(sliceBytes, 1));
+  // Each channel's hand-offs: channels with paths of their own (a NIC or a
+  // peer link each: channelBwGBs) wait on them side by side, as the
+  // executors run them (the host executor moves whichever channel can, the
+  // device one runs a block per channel), so a slice's latency is paid once
+  // per round of the channels. On one shared path (one executor thread
+  // doing every channel's copies over shared memory) they are paid one
+  // after another.
+  const double handoffs = in.channelBwGBs > 0 ? 1.0 : ch;
   const auto ringSteps = algoInfo(a).ringSteps;
   if (const double steps = ringSteps ? ringSteps(c, n) : 0.0; steps > 0) {
     // Steps in sequence, each moving one block per rank in S slices, each
@@ -29,13 +37,13 @@ double pipelinedUs(plan::Coll c, AlgoId a, const CostInputs& in, int channels, u
     // the hop latency; a hierarchical ring has short hops in the host and
     // long ones across hosts, and far fewer steps than 2(n-1).
     const double S = std::max(1.0, std::ceil(perChannel / n / slice));
-    return cal.baseUs + latencyTermUs(c, a, in) * S * ch + bytesUs;
+    return cal.baseUs + latencyTermUs(c, a, in) * S * handoffs + bytesUs;
   }
   // A pipeline: depth in hops from the model's latency term.
   const double depth = std::max(1.0, std::round(latencyTermUs(c, a, in) / std::max(L, 1e-9)));
   const auto share = algoInfo(a).pipelineShare;
   const double S = std::max(1.0, std::ceil(perChannel * (share ? share(c, in) : 1.0) / slice));
-  return cal.baseUs + (depth + S - 1) * (ch * L + bytesUs / S);
+  return cal.baseUs + (depth + S - 1) * (handoffs * L + bytesUs / S);
 }
 
 CallShape shapeCall(plan::Coll c, AlgoId a, const CostInputs& in, const plan::FifoGeometry& g) {

@@ -4,8 +4,9 @@
 // so smaller slices fill the pipeline sooner but each costs a hand-off (the
 // hop latency). Rings move a block per step on every rank at once and gain
 // nothing from smaller slices. Channels divide the data; they help only
-// when one channel cannot reach the link's bandwidth (channelBwGBs), and
-// their hand-offs are paid one after another (one executor per rank).
+// when one channel cannot reach the link's bandwidth (channelBwGBs); their
+// hand-offs overlap where each has a path of its own (channelBwGBs set) and
+// are paid one after another on a shared one.
 // Formulas in docs/tuning.md.
 #pragma once
 

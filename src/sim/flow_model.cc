@@ -1,6 +1,7 @@
 #include "src/sim/flow_model.h"
 
 #include <algorithm>
+#include <functional>
 #include <queue>
 #include <tuple>
 
@@ -23,9 +24,13 @@ struct Later {
   bool operator()(const Event& a, const Event& b) const { return a.t != b.t ? a.t > b.t : a.seq > b.seq; }
 };
 
+// A flow's slot is reused once its step ended (the model holds the flows
+// running, not every flow of the call); its links' slots in flowLinks_ too,
+// when the new route fits them.
 struct Flow {
   uint32_t linkBegin = 0;  // its links in flowLinks_ (orbit representatives) and flowWeights_
   uint32_t linkCount = 0;
+  uint32_t linkRoom = 0;  // slots at linkBegin it may use
   int node = -1;
   double bytes = 0, remaining = 0;
   double rate = 0;      // bytes per us, under the current fair share
@@ -36,20 +41,22 @@ struct Flow {
   uint32_t version = 0;
 };
 
+// What the model keeps of a plan step (the plans themselves are not read
+// once the nodes are made: the full model of thousands of ranks holds one
+// or the other).
 struct Node {
-  const plan::Step* step = nullptr;  // for the pairing; the run reads the copies below
-  double bytes = 0, piece = 0;       // what each send moves, and its first piece (the slice)
+  double bytes = 0, piece = 0;  // what each send moves, and its first piece (the slice)
+  double readyAt = 0;           // latest of what waitStart waited for; when it started
+  double inEnd = 0;             // when its inputs' last pieces arrived
   int32_t sendPeer[2] = {-1, -1};
-  uint8_t nSend = 0, nRecv = 0, conn = 0;
+  int32_t recvPeer[2] = {-1, -1};
   int rank = 0;
-  int next = -1;       // the next step of the channel
-  int waitStart = 0;   // previous step + inputs' first pieces
-  int waitEnd = 0;     // own start + own flows drained + inputs' last pieces
-  double readyAt = 0;  // latest of what waitStart waited for
-  double startedAt = 0, inEnd = 0;
-  int input[2] = {-1, -1};     // (sender node, send slot) packed as node * 2 + slot
+  int next = -1;               // the next step of the channel
   int receiver[2] = {-1, -1};  // node that takes send k
   int flow[2] = {-1, -1};
+  uint8_t nSend = 0, nRecv = 0, conn = 0;
+  uint8_t waitStart = 0;  // previous step + inputs' first pieces
+  uint8_t waitEnd = 0;    // own start + own flows drained + inputs' last pieces
 };
 
 // The links a flow crosses as the model sees them: each link's orbit
@@ -60,35 +67,35 @@ struct LinkUse {
   int weight;
 };
 
+// Plan `index` of the call; the reference may be dropped at the next call.
+using PlanAt = std::function<const plan::Plan&(int index)>;
+
 class Model {
  public:
-  // plans: one per class of `sym` (symmetry.h), each for its class's
+  // nPlans plans: one per class of `sym` (symmetry.h), each for its class's
   // representative rank (Plan::rank); the other ranks' plans are theirs
-  // moved by the group.
-  Model(const std::vector<plan::Plan>& plans, const Cluster& c, const RankSymmetry& sym)
-      : plans_(plans), c_(c), sym_(sym), n_(int(c.hostOf.size())) {
+  // moved by the group. Each plan is read twice, one at a time (to size the
+  // model, then to fill it); `counted` is told the steps of the plans sized
+  // so far and may throw.
+  Model(int nPlans, const PlanAt& planAt, const Cluster& c, const RankSymmetry& sym,
+        const std::function<void(uint64_t)>& counted = {})
+      : c_(c), sym_(sym), n_(int(c.hostOf.size())), nPlans_(nPlans) {
     validate(c);
     if (sym.nranks != n_ || sym.linkRep.size() != c.linkGBs.size() || sym.linkWeight.size() != c.linkGBs.size())
       raise(weftInvalidArgument, "sim: the symmetry's tables do not match the cluster");
-    if (size_t(n_) != plans.size() * size_t(sym.copies()))
-      raise(weftInvalidArgument, "sim: %zu plans for %d ranks in classes of %d", plans.size(), n_, sym.copies());
-    planOf_.assign(size_t(n_), -1);
-    for (size_t i = 0; i < plans.size(); i++) {
-      const int r = plans[i].rank;
-      if (r < 0 || r >= n_ || sym.rep(r) != r || planOf_[size_t(r)] >= 0)
-        raise(weftInvalidArgument, "sim: plan %zu is for rank %d, not a class's representative", i, r);
-      planOf_[size_t(r)] = int(i);
-    }
+    if (size_t(n_) != size_t(nPlans) * size_t(sym.copies()))
+      raise(weftInvalidArgument, "sim: %d plans for %d ranks in classes of %d", nPlans, n_, sym.copies());
     active_.resize(c.linkGBs.size());
     remCap_.resize(c.linkGBs.size());
     unfrozen_.resize(c.linkGBs.size());
     linkStamp_.resize(c.linkGBs.size());
-    buildNodes();
-    pairTransfers();
-    std::vector<uint32_t>().swap(appear_);  // only the pairing needs it
+    buildNodes(planAt, counted);
   }
 
+  // The plans are not read from here on.
   RunStats run() {
+    pairTransfers();
+    std::vector<uint32_t>().swap(appear_);  // only the pairing needs it
     for (int i = 0; i < int(nodes_.size()); i++)
       if (nodes_[size_t(i)].waitStart == 0) push(nodes_[size_t(i)].readyAt, i, 0, Ev::Start);
     while (!events_.empty()) {
@@ -105,7 +112,7 @@ class Model {
             nodes_.size());
     stats_.simulatedSteps = ended_;
     stats_.steps = ended_ * uint64_t(sym_.copies());
-    stats_.simulatedRanks = int(plans_.size());
+    stats_.simulatedRanks = nPlans_;
     return stats_;
   }
 
@@ -116,51 +123,73 @@ class Model {
   // nodes (rank by rank, 4096 ranks' nodes missed the cache at every event).
   // appear_ keeps each node's place in its plan's own order (channel by
   // channel) for the FIFO pairing.
-  void buildNodes() {
-    struct Lane {
-      const plan::Plan* plan;
-      const std::vector<plan::Step>* steps;
-      uint32_t appearBase;
-      int prev = -1;
-    };
-    std::vector<Lane> lanes;
-    size_t longest = 0;
-    for (const plan::Plan& plan : plans_) {
-      if (plan.nranks != n_) raise(weftInvalidArgument, "sim: rank %d's plan is for %d ranks", plan.rank, plan.nranks);
+  void buildNodes(const PlanAt& planAt, const std::function<void(uint64_t)>& counted) {
+    std::vector<uint32_t> laneSteps;  // per channel of every plan, in plan order
+    std::vector<uint64_t> lanesLonger;  // per step index j: lanes with more than j steps
+    uint64_t total = 0;
+    std::vector<bool> seen(size_t(n_), false);
+    for (int i = 0; i < nPlans_; i++) {
+      const plan::Plan& plan = planAt(i);
+      const int r = plan.rank;
+      if (r < 0 || r >= n_ || sym_.rep(r) != r || seen[size_t(r)])
+        raise(weftInvalidArgument, "sim: plan %d is for rank %d, not a class's representative", i, r);
+      seen[size_t(r)] = true;
+      if (plan.nranks != n_) raise(weftInvalidArgument, "sim: rank %d's plan is for %d ranks", r, plan.nranks);
+      for (const auto& ch : plan.channels) {
+        laneSteps.push_back(uint32_t(ch.steps.size()));
+        if (lanesLonger.size() < ch.steps.size()) lanesLonger.resize(ch.steps.size(), 0);
+        for (size_t j = 0; j < ch.steps.size(); j++) lanesLonger[j]++;
+        total += ch.steps.size();
+      }
+      if (total >= (uint64_t(1) << 30)) raise(weftInvalidArgument, "sim: %llu steps are more than the model holds",
+                                               (unsigned long long)total);
+      if (counted) counted(total);
+    }
+    // Step j of the k-th lane that has one sits at start[j] + k.
+    std::vector<uint64_t> start(lanesLonger.size() + 1, 0), taken(lanesLonger.size(), 0);
+    for (size_t j = 0; j < lanesLonger.size(); j++) start[j + 1] = start[j] + lanesLonger[j];
+    nodes_.resize(size_t(total));
+    appear_.resize(size_t(total));
+    size_t lane = 0;
+    for (int i = 0; i < nPlans_; i++) {
+      const plan::Plan& plan = planAt(i);
       uint32_t base = 0;
       for (const auto& ch : plan.channels) {
-        lanes.push_back({&plan, &ch.steps, base});
+        if (lane >= laneSteps.size() || laneSteps[lane++] != ch.steps.size())
+          raise(weftInvalidArgument, "sim: rank %d's plan changed between two builds", plan.rank);
+        int prev = -1;
+        for (size_t j = 0; j < ch.steps.size(); j++) {
+          const int at = int(start[j] + taken[j]++);
+          nodes_[size_t(at)] = makeNode(plan, ch.steps[j], prev >= 0);
+          appear_[size_t(at)] = base + uint32_t(j);
+          if (prev >= 0) nodes_[size_t(prev)].next = at;
+          prev = at;
+        }
         base += uint32_t(ch.steps.size());
-        longest = std::max(longest, ch.steps.size());
       }
     }
-    for (size_t j = 0; j < longest; j++)
-      for (Lane& lane : lanes)
-        if (j < lane.steps->size()) addNode(*lane.plan, (*lane.steps)[j], lane.appearBase + uint32_t(j), &lane.prev);
   }
 
-  void addNode(const plan::Plan& p, const plan::Step& s, uint32_t appear, int* prev) {
+  Node makeNode(const plan::Plan& p, const plan::Step& s, bool afterAnother) const {
     const int r = p.rank;
     for (int k = 0; k < s.nSend; k++)
       if (s.sendPeer[k] < 0 || s.sendPeer[k] >= n_ || s.sendPeer[k] == r)
         raise(weftInvalidArgument, "sim: rank %d sends to rank %d", r, s.sendPeer[k]);
     Node x;
-    x.step = &s;
     x.bytes = double(s.count) * p.elemSize;
     x.piece = p.sliceBytes ? std::min(x.bytes, double(p.sliceBytes)) : x.bytes;
     x.sendPeer[0] = s.sendPeer[0];
     x.sendPeer[1] = s.sendPeer[1];
+    x.recvPeer[0] = s.recvPeer[0];
+    x.recvPeer[1] = s.recvPeer[1];
     x.nSend = s.nSend;
     x.nRecv = s.nRecv;
     x.conn = s.conn;
     x.rank = r;
-    x.waitStart = (*prev >= 0 ? 1 : 0) + s.nRecv;
-    x.waitEnd = 1 + s.nSend + s.nRecv;
+    x.waitStart = uint8_t((afterAnother ? 1 : 0) + s.nRecv);
+    x.waitEnd = uint8_t(1 + s.nSend + s.nRecv);
     x.readyAt = c_.stepOverheadUs;
-    nodes_.push_back(x);
-    appear_.push_back(appear);
-    if (*prev >= 0) nodes_[size_t(*prev)].next = int(nodes_.size()) - 1;
-    *prev = int(nodes_.size()) - 1;
+    return x;
   }
 
   // The k-th send on a (sender, receiver, connection) FIFO feeds the k-th
@@ -170,22 +199,29 @@ class Model {
   // it to q), whose receive from the moved sender it feeds.
   void pairTransfers() {
     const uint64_t n = uint64_t(n_);
-    using Entry = std::tuple<uint64_t, uint64_t, int>;  // (FIFO, rank's plan order, node * 2 + slot)
+    struct Entry {  // (FIFO, place in the rank's plan order), node * 2 + slot
+      uint64_t fifo;
+      uint32_t order;
+      int32_t slot;
+      bool operator<(const Entry& o) const {
+        return fifo != o.fifo ? fifo < o.fifo : order != o.order ? order < o.order : slot < o.slot;
+      }
+    };
     std::vector<Entry> sends, recvs;
     auto key = [&](uint64_t from, uint64_t to, int conn) { return (from * n + to) * 256 + uint64_t(conn); };
     for (int i = 0; i < int(nodes_.size()); i++) {
-      const plan::Step& s = *nodes_[size_t(i)].step;
-      const uint64_t me = uint64_t(nodes_[size_t(i)].rank);
+      const Node& s = nodes_[size_t(i)];
+      const uint64_t me = uint64_t(s.rank);
+      const uint32_t order = appear_[size_t(i)] * 2;
       for (int k = 0; k < s.nSend; k++) {
         const int to = s.sendPeer[k];
-        sends.emplace_back(key(uint64_t(sym_.moveBackLike(to, int(me))), uint64_t(sym_.rep(to)), s.conn),
-                           uint64_t(appear_[size_t(i)]) * 2 + uint64_t(k), i * 2 + k);
+        sends.push_back({key(uint64_t(sym_.moveBackLike(to, int(me))), uint64_t(sym_.rep(to)), s.conn),
+                         order + uint32_t(k), i * 2 + k});
       }
       for (int k = 0; k < s.nRecv; k++) {
         if (s.recvPeer[k] < 0 || s.recvPeer[k] >= n_)
           raise(weftInvalidArgument, "sim: rank %llu receives from rank %d", (unsigned long long)me, s.recvPeer[k]);
-        recvs.emplace_back(key(uint64_t(s.recvPeer[k]), me, s.conn), uint64_t(appear_[size_t(i)]) * 2 + uint64_t(k),
-                           i * 2 + k);
+        recvs.push_back({key(uint64_t(s.recvPeer[k]), me, s.conn), order + uint32_t(k), i * 2 + k});
       }
     }
     std::sort(sends.begin(), sends.end());
@@ -193,11 +229,10 @@ class Model {
     if (sends.size() != recvs.size())
       raise(weftInvalidArgument, "sim: the plans carry %zu sends for %zu receives", sends.size(), recvs.size());
     for (size_t j = 0; j < sends.size(); j++) {
-      if (std::get<0>(sends[j]) != std::get<0>(recvs[j]))
+      if (sends[j].fifo != recvs[j].fifo)
         raise(weftInvalidArgument, "sim: a FIFO's sends and receives do not pair (rank %llu to rank %llu)",
-              (unsigned long long)(std::get<0>(sends[j]) / 256 / n), (unsigned long long)(std::get<0>(sends[j]) / 256 % n));
-      const int out = std::get<2>(sends[j]), in = std::get<2>(recvs[j]);
-      nodes_[size_t(in / 2)].input[in % 2] = out;
+              (unsigned long long)(sends[j].fifo / 256 / n), (unsigned long long)(sends[j].fifo / 256 % n));
+      const int out = sends[j].slot, in = recvs[j].slot;
       nodes_[size_t(out / 2)].receiver[out % 2] = in / 2;
     }
   }
@@ -224,31 +259,50 @@ class Model {
 
   double pieceBytes(const Node& x) const { return x.piece; }
 
+  // A free flow slot (its old version kept: events of its last use may
+  // still be queued), or a new one.
+  int newFlow(const Node& x, int k) {
+    int id = int(flows_.size());
+    if (!freeFlows_.empty()) {
+      id = freeFlows_.back();
+      freeFlows_.pop_back();
+    } else {
+      flows_.emplace_back();
+    }
+    Flow& f = flows_[size_t(id)];
+    route_.clear();
+    c_.route(x.rank, x.sendPeer[k], x.conn, &route_);
+    if (route_.size() > f.linkRoom) {
+      f.linkBegin = uint32_t(flowLinks_.size());
+      f.linkRoom = uint32_t(route_.size());
+      flowLinks_.resize(flowLinks_.size() + route_.size());
+      flowWeights_.resize(flowLinks_.size());
+    }
+    f.linkCount = uint32_t(route_.size());
+    f.rate = f.latUs = f.drainedAt = f.pushedAt = 0;
+    return id;
+  }
+
   void startNode(int i, double t) {
     Node& x = nodes_[size_t(i)];
-    x.startedAt = t;
     for (int k = 0; k < x.nSend; k++) {
-      Flow f;
+      const int id = newFlow(x, k);
+      Flow& f = flows_[size_t(id)];
       f.node = i;
       f.bytes = f.remaining = x.bytes;
       f.last = t;
-      f.linkBegin = uint32_t(flowLinks_.size());
-      c_.route(x.rank, x.sendPeer[k], x.conn, &flowLinks_);
-      f.linkCount = uint32_t(flowLinks_.size() - f.linkBegin);
-      const int id = int(flows_.size());
       for (uint32_t j = 0; j < f.linkCount; j++) {
-        int& l = flowLinks_[f.linkBegin + j];
+        const int l = route_[j];
         f.latUs += c_.linkLatUs[size_t(l)];
-        const int weight = sym_.linkWeight[size_t(l)];
-        l = sym_.linkRep[size_t(l)];
-        flowWeights_.push_back(weight);
-        active_[size_t(l)].push_back({id, weight});
-        touch(l);
+        const int weight = sym_.linkWeight[size_t(l)], orbit = sym_.linkRep[size_t(l)];
+        flowLinks_[f.linkBegin + j] = orbit;
+        flowWeights_[f.linkBegin + j] = weight;
+        active_[size_t(orbit)].push_back({id, weight});
+        touch(orbit);
       }
       if (c_.hostOf[size_t(x.rank)] != c_.hostOf[size_t(x.sendPeer[k])])
         stats_.netBytes += uint64_t(f.bytes) * uint64_t(sym_.copies());
       x.flow[k] = id;
-      flows_.push_back(f);
       fresh_.push_back(id);
     }
     finishPart(i, t);
@@ -260,7 +314,7 @@ class Model {
   void finishPart(int i, double t) {
     Node& x = nodes_[size_t(i)];
     if (--x.waitEnd > 0) return;
-    double end = std::max(x.startedAt, x.inEnd);
+    double end = std::max(x.readyAt, x.inEnd);
     const double piece = pieceBytes(x);
     for (int k = 0; k < x.nSend; k++) {
       Flow& f = flows_[size_t(x.flow[k])];
@@ -278,6 +332,7 @@ class Model {
       const Flow& f = flows_[size_t(x.flow[k])];
       Node& r = nodes_[size_t(x.receiver[k])];
       r.inEnd = std::max(r.inEnd, f.pushedAt + f.latUs);
+      freeFlows_.push_back(x.flow[k]);
       finishPart(x.receiver[k], t);
     }
     if (x.next >= 0) resolveStart(x.next, t + c_.stepOverheadUs);
@@ -300,15 +355,15 @@ class Model {
   void fillRates();
   void reshare(double t);
 
-  const std::vector<plan::Plan>& plans_;
   const Cluster& c_;
   const RankSymmetry& sym_;
   const int n_;
-  std::vector<int> planOf_;  // per rank: its plan's index in plans_ (representatives), else -1
+  const int nPlans_;
   std::vector<Node> nodes_;
   std::vector<uint32_t> appear_;  // per node: its place in its rank's plan (channel by channel)
   std::vector<Flow> flows_;
   std::vector<int> flowLinks_, flowWeights_;
+  std::vector<int> freeFlows_, route_;
   std::vector<std::vector<LinkUse>> active_;  // per link: the flows crossing it now
   std::priority_queue<Event, std::vector<Event>, Later> events_;
   uint64_t seq_ = 0;
@@ -417,18 +472,40 @@ void Model::reshare(double t) {
 
 }  // namespace
 
-RunStats simulate(const std::vector<plan::Plan>& plans, const Cluster& c) {
+namespace {
+
+void checkEveryRank(const std::vector<plan::Plan>& plans, const Cluster& c) {
   if (c.hostOf.size() != plans.size())
     raise(weftInvalidArgument, "sim: %zu host ids for %zu ranks", c.hostOf.size(), plans.size());
   for (size_t r = 0; r < plans.size(); r++)
     if (plans[r].rank != int(r)) raise(weftInvalidArgument, "sim: plan %zu is rank %d's", r, plans[r].rank);
+}
+
+}  // namespace
+
+RunStats simulate(const std::vector<plan::Plan>& plans, const Cluster& c) {
+  checkEveryRank(plans, c);
   const RankSymmetry full = noSymmetry(c);
-  Model m(plans, c, full);
+  Model m(int(plans.size()), [&](int i) -> const plan::Plan& { return plans[size_t(i)]; }, c, full);
+  return m.run();
+}
+
+RunStats simulateStreamed(const std::function<plan::Plan(int rank)>& plans, const Cluster& c,
+                          const std::function<void(uint64_t steps)>& counted) {
+  const RankSymmetry full = noSymmetry(c);
+  plan::Plan held;
+  Model m(int(c.hostOf.size()), [&](int r) -> const plan::Plan& {
+    held = plans(r);
+    if (held.rank != r) raise(weftInvalidArgument, "sim: plan %d is rank %d's", r, held.rank);
+    return held;
+  }, c, full, counted);
+  held = plan::Plan{};
   return m.run();
 }
 
 RunStats simulateSymmetric(const std::vector<plan::Plan>& representatives, const Cluster& c, const RankSymmetry& sym) {
-  Model m(representatives, c, sym);
+  Model m(int(representatives.size()), [&](int i) -> const plan::Plan& { return representatives[size_t(i)]; }, c,
+          sym);
   return m.run();
 }
 

@@ -22,6 +22,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "algorithms/plan.h"
@@ -40,12 +41,19 @@ struct RunStats {
 };
 
 // Bytes of model state per plan step (for the caller's memory estimate).
-inline constexpr size_t kBytesPerStep = 160;
+inline constexpr size_t kBytesPerStep = 120;
 
 // plans[r] is rank r's plan of one call. Throws weftInvalidArgument when the
 // plans do not describe one call on this cluster (rank counts, unpaired
 // transfers, a bad cluster).
 RunStats simulate(const std::vector<plan::Plan>& plans, const Cluster& c);
+// The same over plans made on demand: plans(r) is rank r's plan, called
+// twice per rank (to size the model, then to fill it) and never held two at
+// a time, so at thousands of ranks the model holds its own state only.
+// `counted` (may be empty) is told the steps of the ranks sized so far and
+// may throw to refuse the call before the model takes memory.
+RunStats simulateStreamed(const std::function<plan::Plan(int rank)>& plans, const Cluster& c,
+                          const std::function<void(uint64_t steps)>& counted);
 
 // The same call run one rank per class of `sym` (symmetry.h): one plan
 // per class, for its representative (Plan::rank), and the caller has

@@ -86,10 +86,39 @@ TEST(PipelineModel, ChannelsOnlyWhenOneChannelCannotFillTheLink) {
   // ...never more than the communicator has...
   in.maxChannels = 2;
   EXPECT_EQ(algo::shapeCall(Coll::AllReduce, algo::kRing, in, slots512k()).nChannels, 2);
-  // ...and one for small ones, where hand-offs dominate.
+  // ...and no more than fill the link for small ones: channels with paths
+  // of their own hand off side by side, so they cost no latency, but beyond
+  // four they carry nothing faster.
   in.maxChannels = 8;
   in.bytes = 1024;
+  EXPECT_LE(algo::shapeCall(Coll::AllReduce, algo::kRing, in, slots512k()).nChannels, 4);
+  // On a shared path (no per-channel limit) each channel's hand-offs come one
+  // after another: one channel, whatever the size.
+  in.channelBwGBs = 0;
   EXPECT_EQ(algo::shapeCall(Coll::AllReduce, algo::kRing, in, slots512k()).nChannels, 1);
+  in.bytes = 64 << 20;
+  EXPECT_EQ(algo::shapeCall(Coll::AllReduce, algo::kDoubleTree, in, slots512k()).nChannels, 1);
+}
+
+// Channels with paths of their own wait on them side by side: a ring's
+// slices pay the step latency once per round of the channels, not once per
+// channel (weft-sim on 64 x 8 with a NIC per channel: the flat ring reaches
+// the NICs' bandwidth on 8 channels, where this model used to give it 2-6).
+TEST(PipelineModel, ChannelsWithOwnPathsHandOffSideBySide) {
+  algo::CostInputs in;
+  in.nranks = 512;
+  in.nHosts = 64;
+  in.bytes = 128 << 20;
+  in.intra = {0.6, 240};
+  in.inter = {4.5, 40};
+  in.maxChannels = 8;
+  in.channelBwGBs = 5;
+  const double one = algo::pipelinedUs(Coll::AllReduce, algo::kRing, in, 1, 512 << 10);
+  const double eight = algo::pipelinedUs(Coll::AllReduce, algo::kRing, in, 8, 512 << 10);
+  // Eight channels reach the 40 GB/s of eight NICs, and their latency is one
+  // channel's over an eighth of the slices.
+  EXPECT_LT(eight, one / 4);
+  EXPECT_EQ(algo::shapeCall(Coll::AllReduce, algo::kRing, in, slots512k()).nChannels, 8);
 }
 
 TEST(Selector, SelectCallCombinesAlgorithmAndShape) {

@@ -159,9 +159,11 @@ TEST(Selector, RanksByTheShapedCallNotTheUnpipelinedModel) {
   const algo::CallChoice c = algo::selectCall(Coll::AllReduce, in, algo::AlgoFilter{}, g);
   EXPECT_EQ(c.algo, algo::kHier);
   EXPECT_EQ(algo::selectAlgo(Coll::AllReduce, in, algo::AlgoFilter{}), algo::kHier);
-  // Small calls stay on the trees' logarithmic latency.
+  // Small calls stay on the trees' logarithmic latency (weft-sim has the
+  // single binary tree fastest at 8 B there: its lowest levels stay in a
+  // host where the double tree's chains run through all eight ranks).
   const algo::AlgoId small = algo::selectCall(Coll::AllReduce, roce64x8(8), algo::AlgoFilter{}, g).algo;
-  EXPECT_TRUE(small == *hierTree || small == algo::kDoubleTree) << algo::algoName(small);
+  EXPECT_TRUE(small == *hierTree || small == algo::kDoubleTree || small == algo::kBinaryTree) << algo::algoName(small);
 }
 
 // Whatever the layout and size, an algorithm ranked by its shape (one

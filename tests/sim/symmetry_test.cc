@@ -11,8 +11,10 @@
 
 #include "algorithms/cost_model.h"
 #include "algorithms/registry.h"
+#include "src/sim/flow_model.h"
 #include "src/sim/sim_call.h"
 #include "src/sim/topo_cluster.h"
+#include "src/util/error.h"
 
 namespace weft::test {
 namespace {
@@ -20,7 +22,7 @@ namespace {
 using Json = nlohmann::json;
 
 sim::RunStats run(const sim::Cluster& c, algo::AlgoId a, plan::Coll coll, uint64_t count, int channels,
-                  bool symmetry) {
+                  bool symmetry, sim::SymmetryMemo* memo = nullptr) {
   algo::CollArgs args;
   args.coll = coll;
   args.nranks = int(c.hostOf.size());
@@ -30,6 +32,8 @@ sim::RunStats run(const sim::Cluster& c, algo::AlgoId a, plan::Coll coll, uint64
   args.hostOf = c.hostOf;
   sim::CallOptions o;
   o.useSymmetry = symmetry;
+  o.memo = memo;
+  o.shape = std::string(algo::algoName(a)) + "/" + plan::collName(coll) + "/" + std::to_string(channels);
   return sim::simulateCall([&](int rank) {
     algo::CollArgs mine = args;
     mine.rank = rank;
@@ -129,6 +133,102 @@ TEST(SimSymmetry, UnevenHostsRunInFull) {
   const sim::RunStats st = run(c, algo::kHier, plan::Coll::AllReduce, 1 << 16, 1, true);
   EXPECT_EQ(st.simulatedRanks, 14);
   expectSameTimes(c, "4 + 4 + 2 + 4", false);
+}
+
+// A sweep that keeps the symmetry checked at its first size (SymmetryMemo)
+// gives the full model's times, steps and bytes at every size, for every
+// algorithm the memo takes; sizes whose blocks do not split evenly are
+// checked again (and run in full).
+TEST(SimSymmetry, RememberedSymmetryGivesTheFullModelsTimes) {
+  const sim::TopoCluster t = sim::topoClusterFromString(railCluster(8, 4).dump());
+  const int n = int(t.cluster.hostOf.size());
+  sim::SymmetryMemo memo;
+  uint64_t kept = 0;
+  for (algo::AlgoId a : {algo::kRing, algo::kHier, *algo::findAlgo("hiertree")})
+    for (plan::Coll coll : {plan::Coll::AllReduce, plan::Coll::ReduceScatter, plan::Coll::AllGather})
+      for (uint64_t count : {uint64_t(1) << 12, uint64_t(1) << 14, uint64_t(3) << 14, uint64_t(1) << 16,
+                             (uint64_t(1) << 16) + 4, uint64_t(1) << 18}) {
+        if (!algo::algoSupports(a, coll)) continue;
+        SCOPED_TRACE(std::string(algo::algoName(a)) + " " + plan::collName(coll) + " count " + std::to_string(count));
+        const uint64_t before = memo.reused;
+        const sim::RunStats fast = run(t.cluster, a, coll, count, 2, true, &memo);
+        const sim::RunStats full = run(t.cluster, a, coll, count, 2, false);
+        EXPECT_NEAR(fast.us, full.us, full.us * 1e-9);
+        EXPECT_EQ(fast.steps, full.steps);
+        EXPECT_EQ(fast.netBytes, full.netBytes);
+        if (memo.reused > before) {
+          kept++;
+          EXPECT_LT(fast.simulatedRanks, n);
+        }
+      }
+  // The even sizes after the first of each (algorithm, collective) keep it.
+  EXPECT_GE(kept, 10u);
+}
+
+// The full model over plans made on demand, one at a time, gives what it
+// gives over every plan held at once; a source whose plans change between
+// its two passes, or that runs past the caller's limit, is refused.
+TEST(SimSymmetry, StreamedPlansGiveTheHeldPlansTimes) {
+  const sim::TopoCluster t = sim::topoClusterFromString(railCluster(4, 4).dump());
+  const int n = int(t.cluster.hostOf.size());
+  for (algo::AlgoId a : {algo::kRing, algo::kDoubleTree, algo::kHier})
+    for (uint64_t count : {uint64_t(1000), uint64_t(1) << 18}) {
+      SCOPED_TRACE(std::string(algo::algoName(a)) + " count " + std::to_string(count));
+      algo::CollArgs args;
+      args.nranks = n;
+      args.count = count;
+      args.nChannels = 2;
+      args.hostOf = t.cluster.hostOf;
+      auto build = [&](int rank) {
+        algo::CollArgs mine = args;
+        mine.rank = rank;
+        return algo::algoInfo(a).build(mine);
+      };
+      std::vector<plan::Plan> all;
+      for (int r = 0; r < n; r++) all.push_back(build(r));
+      const sim::RunStats held = sim::simulate(all, t.cluster);
+      uint64_t counted = 0;
+      const sim::RunStats streamed = sim::simulateStreamed(build, t.cluster, [&](uint64_t s) { counted = s; });
+      EXPECT_EQ(streamed.us, held.us);
+      EXPECT_EQ(streamed.steps, held.steps);
+      EXPECT_EQ(streamed.netBytes, held.netBytes);
+      EXPECT_EQ(counted, held.steps);
+    }
+  int calls = 0;
+  auto changing = [&](int rank) {
+    algo::CollArgs args;
+    args.nranks = n;
+    args.rank = rank;
+    args.count = 1 << 16;
+    args.nChannels = ++calls > n ? 1 : 2;  // the second pass builds other plans
+    args.hostOf = t.cluster.hostOf;
+    return algo::algoInfo(algo::kDoubleTree).build(args);
+  };
+  EXPECT_THROW(sim::simulateStreamed(changing, t.cluster, {}), Error);
+  calls = 0;
+  EXPECT_THROW(sim::simulateStreamed(changing, t.cluster, [](uint64_t s) {
+    if (s > 10) throw Error(weftInvalidArgument, "too many steps");
+  }), Error);
+}
+
+// Scaled plans: every count and offset by one ratio, nothing else.
+TEST(SimSymmetry, PlanScalesOnlyByOneRatio) {
+  plan::Plan a;
+  a.nranks = 2;
+  a.channels.resize(1);
+  a.channels[0].steps = {plan::send(1, plan::Buf::Send, 0, 4), plan::recv(1, plan::Buf::Recv, 4, 4)};
+  plan::Plan b = a;
+  for (auto& s : b.channels[0].steps) s.count *= 3, s.srcOff *= 3, s.dstOff *= 3;
+  EXPECT_TRUE(sim::planScales(a, b, 3, 1));
+  EXPECT_FALSE(sim::planScales(a, b, 2, 1));
+  b.channels[0].steps[1].count++;  // one block grew by more than the others
+  EXPECT_FALSE(sim::planScales(a, b, 3, 1));
+  b = a;
+  b.channels[0].steps[0].sendPeer[0] = 0;
+  EXPECT_FALSE(sim::planScales(a, b, 1, 1));
+  b = a;
+  b.sliceBytes = 1024;
+  EXPECT_FALSE(sim::planScales(a, b, 1, 1));
 }
 
 }  // namespace

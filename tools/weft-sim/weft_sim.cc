@@ -79,8 +79,12 @@ std::vector<int> parseList(const std::string& v) {
 // One call of `a` with `count` elements: every rank's plan from the
 // registry's builder, run one rank per symmetry class where the cluster and
 // the plans allow it (src/sim/symmetry.h), refused before its plans are all
-// built when the model would need more than kMaxSteps steps.
-sim::RunStats simulateCall(const Options& o, algo::AlgoId a, uint64_t count, const algo::CallShape& shape) {
+// built when the model would need more than kMaxSteps steps. The memo keeps
+// the symmetries checked at earlier sizes of the sweep, per algorithm and
+// shape: a size whose representatives' plans are an earlier size's scaled
+// builds no other rank's plan (sim::SymmetryMemo).
+sim::RunStats simulateCall(const Options& o, algo::AlgoId a, uint64_t count, const algo::CallShape& shape,
+                           sim::SymmetryMemo* memo) {
   algo::CollArgs args;
   args.coll = o.coll;
   args.nranks = int(o.cluster.hostOf.size());
@@ -90,6 +94,9 @@ sim::RunStats simulateCall(const Options& o, algo::AlgoId a, uint64_t count, con
   args.hostOf = o.cluster.hostOf;
   sim::CallOptions opts;
   opts.useSymmetry = o.symmetry;
+  opts.memo = memo;
+  opts.shape = std::string(algo::algoName(a)) + "/" + std::to_string(shape.nChannels) + "/" +
+               std::to_string(shape.sliceBytes);
   opts.maxSteps = kMaxSteps;
   // Large calls are announced before they run (about 2 us of CPU per step
   // on the 2-core development machine, loaded).
@@ -125,13 +132,17 @@ algo::CostInputs costInputs(const Options& o, uint64_t bytes) {
   in.nranks = int(o.cluster.hostOf.size());
   in.nHosts = int(o.layout.size());
   in.bytes = bytes;
-  in.intra = {o.simple.intraLatUs, o.simple.intraGBs};
+  // A hop as the library measures it (weft-tune's latencies): the link's
+  // latency and the step the receiving rank runs (the model's per-step
+  // overhead), so deep chains of cheap hops are not priced at the link's alone.
+  const double stepUs = o.cluster.stepOverheadUs;
+  in.intra = {o.simple.intraLatUs + stepUs, o.simple.intraGBs};
   // As the communicator prices its channels (topo::costInputsFromTopology):
   // the network carries one NIC per channel (channels spread over a host's
   // NICs, as many as it has), one channel no more than its NIC. The rails
   // of hier count the NICs beyond those.
   const int K = std::max(o.simple.nicsPerHost, 1), used = std::min(o.channels, K);
-  in.inter = {o.simple.netLatUs, o.simple.nicGBs * used};
+  in.inter = {o.simple.netLatUs + stepUs, o.simple.nicGBs * used};
   in.maxChannels = o.channels;
   if (in.nHosts > 1) in.channelBwGBs = std::min(o.simple.nicGBs, o.simple.intraGBs);
   in.nicsPerHost = (K + used - 1) / used;
@@ -168,6 +179,7 @@ void sweep(const Options& o) {
               "ch", "slice", "algorithm");
   std::map<int, algo::MeasuredCurve> curves;
   std::map<int, ModelCost> cost;
+  sim::SymmetryMemo memo;
   for (uint64_t bytes = o.minBytes; bytes <= o.maxBytes; bytes *= o.factor) {
     const algo::CostInputs in = costInputs(o, bytes);
     const algo::CallChoice pick = algo::selectCall(o.coll, in, filter, g);
@@ -182,7 +194,7 @@ void sweep(const Options& o) {
       const algo::CallShape shape = algo::shapeCall(o.coll, a, in, g);
       sim::RunStats st;
       try {
-        st = simulateCall(o, a, count, shape);
+        st = simulateCall(o, a, count, shape, &memo);
       } catch (const Error& e) {  // too large to simulate: say so, and go on with the others
         std::printf("# %llu B %s: not simulated: %s\n", (unsigned long long)bytes, algo::algoName(a), e.what());
         if (!o.writeTune.empty()) throw;
@@ -204,6 +216,9 @@ void sweep(const Options& o) {
     std::printf("# model: %s: %d of %d calls one rank per symmetry class (%d of %d ranks), %.3g of %.3g steps run\n",
                 algo::algoName(algo::AlgoId(a)), m.reduced, m.calls, m.fewestRanks, n, double(m.simulatedSteps),
                 double(m.steps));
+  if (memo.reused)
+    std::printf("# model: %llu calls kept the symmetry checked at a smaller size (their plans scale it)\n",
+                (unsigned long long)memo.reused);
   if (!o.writeTune.empty()) {
     if (o.coll != plan::Coll::AllReduce) raise(weftInvalidArgument, "--write-tune: tune files hold AllReduce curves");
     writeTune(o, curves);
