@@ -53,14 +53,17 @@ inline int sameGpuCtaShare(const std::vector<int32_t>& resident, const std::vect
   return fewest / most;
 }
 
-// Channels of one ring-shaped device call moving `bytes` over `nranks`:
-// enough that each channel moves at least 512 KiB per rank (fewer CTAs for
-// small calls, whose cost is latency), at most `maxChannels`. Measured on an
-// H200 with ranks sharing it: 16 MiB over 2 ranks ran at 174 GB/s busbw on
-// 16 channels and 84 on 64; over 4 ranks 105 on 8 and 34 on 32 (docs/cuda.md).
+// Channels of one ring-shaped device call moving `bytes` over `nranks`: one
+// per 512 KiB per rank, but at least 8 once each rank has 256 KiB (one CTA
+// copies ~38 GB/s, so a mid-size call on one channel waits on it), at most
+// `maxChannels`; tiny calls, whose cost is latency, keep one. Measured on an
+// H200 with 2 ranks sharing it: 1 MiB took 80 us on 1 channel, 42 on 8 and
+// 39 on 32; 16 MiB ran at 174 GB/s busbw on 16 channels and 84 on 64; over
+// 4 ranks, 105 on 8 and 34 on 32 (docs/cuda.md).
 inline int deviceCallChannels(uint64_t bytes, int nranks, int maxChannels) {
-  const uint64_t perChannel = uint64_t(std::max(nranks, 1)) * (512u << 10);
-  const uint64_t want = std::max<uint64_t>(1, bytes / perChannel);
+  const uint64_t ranks = uint64_t(std::max(nranks, 1));
+  uint64_t want = std::max<uint64_t>(1, bytes / (ranks * (512u << 10)));
+  if (bytes >= ranks * (256u << 10)) want = std::max<uint64_t>(want, 8);
   return static_cast<int>(std::min<uint64_t>(want, uint64_t(std::max(maxChannels, 1))));
 }
 

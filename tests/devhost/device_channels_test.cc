@@ -39,11 +39,14 @@ TEST(DeviceChannels, SettingWinsWithinTheLaunchLimit) {
 TEST(DeviceChannels, PerCallBySize) {
   EXPECT_EQ(deviceCallChannels(0, 8, 16), 1);
   EXPECT_EQ(deviceCallChannels(4096, 8, 16), 1);
+  EXPECT_EQ(deviceCallChannels(256 << 10, 2, 64), 1);     // 128 KiB per rank: latency
+  EXPECT_EQ(deviceCallChannels(1ull << 20, 2, 64), 8);    // 512 KiB per rank: at least 8
+  EXPECT_EQ(deviceCallChannels(1ull << 20, 2, 4), 4);     // never past the most
   EXPECT_EQ(deviceCallChannels(32ull << 20, 8, 16), 8);   // 32 MiB over 8 ranks: 512 KiB per rank per channel
   EXPECT_EQ(deviceCallChannels(16ull << 20, 2, 64), 16);  // 16 MiB over 2 ranks
   EXPECT_EQ(deviceCallChannels(1ull << 30, 8, 16), 16);   // capped
   EXPECT_EQ(deviceCallChannels(1ull << 30, 1, 0), 1);     // never below one
-  EXPECT_EQ(deviceCallChannels(4ull << 20, 0, 16), 8);    // a zero rank count counts as one
+  EXPECT_EQ(deviceCallChannels(6ull << 20, 0, 16), 12);   // a zero rank count counts as one
 }
 
 }  // namespace
