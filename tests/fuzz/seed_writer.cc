@@ -255,11 +255,11 @@ void peerInfoSeeds() {
   // toString's table.
   write("peer_info", "device_out_of_range", peerInfoSeed(2, true, {7, 7}, {2, 1 << 20}, {}));
   write("peer_info", "device_is_nic", peerInfoSeed(2, true, {7, 7}, {2, 4}, {}));
+  // composeRings reads each host's first view: rank 1 is host 9's.
   std::vector<topo::HostRingView> views(2);
-  views[1].pos[0] = 1;
   views[0].bw[0] = views[1].bw[0] = 10.f;
   views[1].intraType = 100;
-  write("peer_info", "path_type_out_of_range", peerInfoSeed(1, false, {7, 7}, {2, 3}, views));
+  write("peer_info", "path_type_out_of_range", peerInfoSeed(1, false, {7, 9}, {2, 3}, views));
 }
 
 }  // namespace
