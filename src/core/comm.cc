@@ -441,6 +441,7 @@ void agreeOnCosts(weftComm* comm, int nHosts) {
   std::vector<algo::CostInputs> all(comm->nranks);
   all[comm->rank] = comm->costBase;
   comm->bootstrap->allGather(all.data(), sizeof(algo::CostInputs));
+  checkPeerCostInputs(all[0], 0);
   comm->costBase = all[0];
   comm->costBase.nranks = comm->nranks;
   comm->costBase.nHosts = nHosts;

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <string>
 
 #include "src/topology/paths.h"
 #include "src/util/error.h"
@@ -40,7 +41,49 @@ void checkBandwidth(size_t rank, const char* field, int channel, float bw) {
           channel >= 0 ? " of channel " : "", channel >= 0 ? std::to_string(channel).c_str() : "", double(bw));
 }
 
+void costProblem(int rank, const std::string& what) {
+  raise(weftRemoteError,
+        "rank %d sent cost-model inputs with %s (its WEFT_TUNE_* settings or WEFT_TUNE_FILE, or not weft's bytes)", rank,
+        what.c_str());
+}
+
+void checkCostValue(int rank, const std::string& field, double v, bool positive) {
+  if (!std::isfinite(v) || v < 0 || (positive && v == 0))
+    costProblem(rank, field + " = " + std::to_string(v) + (positive ? " (must be > 0)" : " (must be >= 0)"));
+}
+
+void checkCurve(int rank, int algo, const algo::MeasuredCurve& m) {
+  const std::string name = "measured curve " + std::to_string(algo);
+  if (m.nPoints < 0 || m.nPoints > algo::kMaxMeasuredPoints)
+    costProblem(rank, name + " of " + std::to_string(m.nPoints) + " points (at most " +
+                          std::to_string(algo::kMaxMeasuredPoints) + ")");
+  for (int i = 0; i < m.nPoints; ++i) {
+    checkCostValue(rank, name + " bytes", m.bytes[i], true);
+    checkCostValue(rank, name + " time", m.us[i], true);
+    if (i > 0 && !(m.bytes[i] > m.bytes[i - 1])) costProblem(rank, name + " whose sizes do not grow");
+  }
+}
+
 }  // namespace
+
+void checkPeerCostInputs(const algo::CostInputs& c, int rank) {
+  checkCostValue(rank, "intra latency", c.intra.latencyUs, false);
+  checkCostValue(rank, "intra bandwidth", c.intra.bandwidthGBs, true);
+  checkCostValue(rank, "inter latency", c.inter.latencyUs, false);
+  checkCostValue(rank, "inter bandwidth", c.inter.bandwidthGBs, true);
+  checkCostValue(rank, "channel bandwidth", c.channelBwGBs, false);
+  if (c.nicsPerHost < 1) costProblem(rank, "nicsPerHost = " + std::to_string(c.nicsPerHost) + " (must be >= 1)");
+  if (c.measuredRanks < 0 || c.measuredHosts < 0) costProblem(rank, "a negative measured rank or host count");
+  unsigned char deviceBuffers = 0;
+  static_assert(sizeof(c.deviceBuffers) == 1);
+  std::memcpy(&deviceBuffers, &c.deviceBuffers, 1);  // a bool that is neither 0 nor 1 cannot be loaded
+  if (deviceBuffers > 1) costProblem(rank, "deviceBuffers byte " + std::to_string(deviceBuffers));
+  for (int a = 0; a < algo::kMaxAlgos; ++a) {
+    checkCostValue(rank, "base_us of algorithm " + std::to_string(a), c.calib[a].baseUs, false);
+    checkCostValue(rank, "bw_scale of algorithm " + std::to_string(a), c.calib[a].bwScale, true);
+    checkCurve(rank, a, c.calib[a].measured);
+  }
+}
 
 void checkPeerInfos(std::vector<PeerInfo>& peers) {
   for (size_t i = 0; i < peers.size(); ++i) {

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "algorithms/cost_model.h"
 #include "src/topology/comm_topo.h"
 #include "src/topology/graph.h"
 #include "transports/transport.h"
@@ -33,5 +34,14 @@ void checkPeerDevices(const std::vector<int32_t>& devices, const std::vector<int
 // bandwidths of the first nChannels channels and of the NIC finite and not
 // negative (ring positions are checked by topo::composeRings).
 void checkHostRingViews(const std::vector<topo::HostRingView>& views, int nChannels);
+
+// c: the cost-model inputs `rank` sent, which every rank then uses (rank
+// 0's, so all choose the same algorithms). Latencies, costs and the
+// channel bandwidth must be finite and not negative, bandwidths and
+// bandwidth scales finite and positive (the model divides by them), each
+// measured curve at most kMaxMeasuredPoints points (it is indexed by them)
+// of growing sizes and positive times, counts not negative, and
+// deviceBuffers a bool's byte.
+void checkPeerCostInputs(const algo::CostInputs& c, int rank);
 
 }  // namespace weft

@@ -4,11 +4,15 @@
 // them. Whatever the checks accept must be safe for the consumers that run
 // without sockets: host placement by hostHash, the host's ring views over
 // the placed nodes (findPath indexes the nodes), ring composition, the
-// path-type names of the log line and the cost inputs.
+// path-type names of the log line and the cost inputs; then rank 0's
+// cost-model inputs, which every rank adopts, into the selector.
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 
+#include "algorithms/registry.h"
+#include "algorithms/selector.h"
 #include "src/core/peer_info_check.h"
 #include "src/topology/comm_topo.h"
 #include "src/topology/cost_inputs.h"
@@ -112,6 +116,33 @@ void composeTopology(const std::vector<int>& hostOf, const std::vector<int32_t>&
   for (size_t i = 1; i < places.size(); ++i) (void)topo::peerTopoKind(sys, places[0], places[i]);
 }
 
+// What agreeOnCosts (src/core/comm.cc) does with rank 0's inputs once they
+// pass: the communicator's own counts replace the counts, then every
+// collective's choice and every algorithm's estimate read the rest.
+void chooseWithCosts(const algo::CostInputs& sent, int nranks, int nHosts, int nChannels, uint64_t bytes) {
+  try {
+    checkPeerCostInputs(sent, 0);
+  } catch (const Error&) {
+    return;
+  }
+  algo::CostInputs c = sent;
+  c.nranks = nranks;
+  c.nHosts = nHosts;
+  c.hostRanksMin = c.hostRanksMax = 0;
+  c.maxChannels = nChannels;
+  c.bytes = bytes;
+  static const algo::AlgoFilter all = algo::parseAlgoFilter("");
+  for (plan::Coll coll : {plan::Coll::AllReduce, plan::Coll::ReduceScatter, plan::Coll::AllGather,
+                          plan::Coll::Broadcast, plan::Coll::Reduce}) {
+    for (int a = 0; a < algo::algoCount(); ++a) (void)algo::estimateUs(coll, algo::AlgoId(a), c);
+    try {
+      const algo::AlgoId chosen = algo::selectAlgo(coll, c, all);
+      WEFT_FUZZ_CHECK(algo::index(chosen) < algo::algoCount());
+    } catch (const Error&) {
+    }
+  }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -125,6 +156,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (int32_t& d : devices) d = in.take<int32_t>();
   std::vector<topo::HostRingView> views(static_cast<size_t>(n));
   for (topo::HostRingView& v : views) v = in.take<topo::HostRingView>();
+  const uint64_t bytes = in.take<uint32_t>();
+  const auto costs = std::make_unique<algo::CostInputs>(in.take<algo::CostInputs>());
+  chooseWithCosts(*costs, n, 1 + n / 2, nChannels, bytes);
   try {
     checkPeerInfos(peers);
   } catch (const Error&) {

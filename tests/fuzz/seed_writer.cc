@@ -224,7 +224,8 @@ void statefulSeeds() {
 // topology node (the target's host: gpu0..3 are nodes 2, 3, 7, 8; cpu0 is
 // 0, nic0 4) and the ring views.
 std::vector<uint8_t> peerInfoSeed(int channels, bool ownViews, const std::vector<uint64_t>& hosts,
-                                  const std::vector<int32_t>& devices, const std::vector<topo::HostRingView>& views) {
+                                  const std::vector<int32_t>& devices, const std::vector<topo::HostRingView>& views,
+                                  const algo::CostInputs& costs = algo::CostInputs{}) {
   Bytes b;
   b.put(uint8_t(hosts.size() - 1)).put(uint8_t(channels - 1)).put(uint8_t(ownViews));
   for (size_t r = 0; r < hosts.size(); ++r) {
@@ -241,7 +242,9 @@ std::vector<uint8_t> peerInfoSeed(int channels, bool ownViews, const std::vector
     b.put(p);
   }
   for (int32_t d : devices) b.put(d);
-  for (const topo::HostRingView& v : views) b.put(v);
+  for (size_t r = 0; r < hosts.size(); ++r) b.put(r < views.size() ? views[r] : topo::HostRingView{});
+  b.put(uint32_t(1 << 20));
+  b.put(costs);
   return b.b;
 }
 
@@ -260,6 +263,19 @@ void peerInfoSeeds() {
   views[0].bw[0] = views[1].bw[0] = 10.f;
   views[1].intraType = 100;
   write("peer_info", "path_type_out_of_range", peerInfoSeed(1, false, {7, 9}, {2, 3}, views));
+  // Rank 0's cost inputs, which every rank adopts: a measured curve, and
+  // one claiming more points than it holds (curveUs indexes by the count).
+  algo::CostInputs costs;
+  costs.measuredRanks = 2;
+  costs.measuredHosts = 1;
+  costs.calib[0].measured.add(1024, 10);
+  costs.calib[0].measured.add(1 << 20, 200);
+  write("peer_info", "measured_curve", peerInfoSeed(2, true, {7, 7}, {2, 3}, {}, costs));
+  costs.calib[0].measured.nPoints = 1000;
+  write("peer_info", "curve_points_out_of_range", peerInfoSeed(2, true, {7, 7}, {2, 3}, {}, costs));
+  costs.calib[0].measured.nPoints = 2;
+  costs.inter.bandwidthGBs = 0;
+  write("peer_info", "zero_bandwidth", peerInfoSeed(2, true, {7, 7}, {2, 3}, {}, costs));
 }
 
 }  // namespace

@@ -102,3 +102,33 @@ TEST(PeerInfoCheck, RingViewsMustHoldPathTypesAndBandwidths) {
 
 }  // namespace
 }  // namespace weft
+
+namespace weft {
+namespace {
+
+TEST(PeerInfoCheck, CostInputsMustBeUsable) {
+  auto check = [](auto change) {
+    algo::CostInputs c;
+    c.calib[1].measured.add(1024, 10);
+    c.calib[1].measured.add(4096, 20);
+    change(c);
+    return codeOf([&] { checkPeerCostInputs(c, 0); });
+  };
+  EXPECT_EQ(check([](algo::CostInputs&) {}), weftSuccess);
+  EXPECT_EQ(check([](algo::CostInputs& c) { c.calib[1].measured.nPoints = algo::kMaxMeasuredPoints + 1; }),
+            weftRemoteError);
+  EXPECT_EQ(check([](algo::CostInputs& c) { c.calib[1].measured.nPoints = -1; }), weftRemoteError);
+  EXPECT_EQ(check([](algo::CostInputs& c) { c.calib[1].measured.bytes[1] = 1024; }), weftRemoteError);
+  EXPECT_EQ(check([](algo::CostInputs& c) { c.calib[1].measured.us[0] = 0; }), weftRemoteError);
+  EXPECT_EQ(check([](algo::CostInputs& c) { c.inter.bandwidthGBs = 0; }), weftRemoteError);
+  EXPECT_EQ(check([](algo::CostInputs& c) { c.intra.latencyUs = NAN; }), weftRemoteError);
+  EXPECT_EQ(check([](algo::CostInputs& c) { c.calib[7].bwScale = 0; }), weftRemoteError);
+  EXPECT_EQ(check([](algo::CostInputs& c) { c.calib[0].baseUs = -1; }), weftRemoteError);
+  EXPECT_EQ(check([](algo::CostInputs& c) { c.nicsPerHost = 0; }), weftRemoteError);
+  EXPECT_EQ(check([](algo::CostInputs& c) { c.channelBwGBs = INFINITY; }), weftRemoteError);
+  EXPECT_EQ(check([](algo::CostInputs& c) { c.measuredRanks = -4; }), weftRemoteError);
+  EXPECT_EQ(check([](algo::CostInputs& c) { memset(&c.deviceBuffers, 7, 1); }), weftRemoteError);
+}
+
+}  // namespace
+}  // namespace weft
