@@ -18,6 +18,7 @@
 #include "src/core/ll_comm.h"
 #include "src/core/diagnose.h"
 #include "src/core/host_identity.h"
+#include "src/core/peer_info_check.h"
 #include "src/core/plan_cache.h"
 #include "src/core/trace.h"
 #include "src/core/tune_file.h"
@@ -179,12 +180,14 @@ void setUpTopology(weftComm* comm) {
     }
   }
   const topo::System& sys = *local.system;
+  checkPeerDevices(devices, sameHost, sys, local.host);
   std::vector<topo::RankPlace> places;
   for (int r : sameHost) places.push_back({local.host, devices[r]});
   const bool multiHost = comm->costBase.nHosts > 1;
   std::vector<topo::HostRingView> views(n);
   views[me] = topo::hostRingViews(sys, places, comm->nChannels, multiHost)[localIndex];
   comm->bootstrap->allGather(views.data(), sizeof(topo::HostRingView));
+  checkHostRingViews(views, comm->nChannels);
   topo::CommRings rings = topo::composeRings(comm->hostOf, views, comm->nChannels);
   comm->ringOrders = rings.orders;
   comm->costBase = topo::costInputsFromTopology(rings.summary, n, comm->costBase);
@@ -299,21 +302,6 @@ void joinBootstrap(weftComm* comm, const weftUniqueId& id) {
 void createDoorbell(weftComm* comm) {
   comm->bellSegment = ShmSegment::create("weft-bell", 4096);
   comm->bell = new (comm->bellSegment.data()) Doorbell();
-}
-
-// What peers said about themselves is checked before anything uses it:
-// strings end inside their arrays, each entry is the rank it claims, and a
-// doorbell segment is one weft made (never an arbitrary shm name).
-void checkPeerInfos(std::vector<PeerInfo>& peers) {
-  for (size_t i = 0; i < peers.size(); ++i) {
-    PeerInfo& p = peers[i];
-    p.hostname[sizeof(p.hostname) - 1] = 0;
-    p.bellShmName[sizeof(p.bellShmName) - 1] = 0;
-    if (p.rank != static_cast<int32_t>(i))
-      raise(weftRemoteError, "rank %zu sent the set-up information of rank %d", i, p.rank);
-    if (strncmp(p.bellShmName, "/weft-bell-", 11) != 0)
-      raise(weftRemoteError, "rank %zu named a doorbell segment weft does not make (\"%s\")", i, p.bellShmName);
-  }
 }
 
 void exchangePeerInfo(weftComm* comm) {
@@ -453,6 +441,7 @@ void agreeOnCosts(weftComm* comm, int nHosts) {
   std::vector<algo::CostInputs> all(comm->nranks);
   all[comm->rank] = comm->costBase;
   comm->bootstrap->allGather(all.data(), sizeof(algo::CostInputs));
+  checkPeerCostInputs(all[0], 0);
   comm->costBase = all[0];
   comm->costBase.nranks = comm->nranks;
   comm->costBase.nHosts = nHosts;

@@ -14,6 +14,8 @@
 #include "src/bootstrap/handshake.h"
 #include "src/bootstrap/wire.h"
 #include "src/core/tune_file.h"
+#include "src/topology/comm_topo.h"
+#include "transports/transport.h"
 #include "src/util/settings.h"
 #include "transports/ib/conn_info.h"
 #include "transports/p2p/p2p_wire.h"
@@ -217,6 +219,65 @@ void statefulSeeds() {
   write("socket_pump", "bad_header", {1, 1, 0, 1, 5, 0xff, 0xff, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0});
 }
 
+// peer_info (tests/fuzz/peer_info_fuzz.cc): ranks, channels, whether the
+// host's ranks send their own views; then the PeerInfo records, each rank's
+// topology node (the target's host: gpu0..3 are nodes 2, 3, 7, 8; cpu0 is
+// 0, nic0 4) and the ring views.
+std::vector<uint8_t> peerInfoSeed(int channels, bool ownViews, const std::vector<uint64_t>& hosts,
+                                  const std::vector<int32_t>& devices, const std::vector<topo::HostRingView>& views,
+                                  const algo::CostInputs& costs = algo::CostInputs{}) {
+  Bytes b;
+  b.put(uint8_t(hosts.size() - 1)).put(uint8_t(channels - 1)).put(uint8_t(ownViews));
+  for (size_t r = 0; r < hosts.size(); ++r) {
+    PeerInfo p;
+    p.rank = int32_t(r);
+    p.pid = 1000 + int32_t(r);
+    p.hostHash = hosts[r];
+    p.processHash = hosts[r] * 31 + r;
+    p.cudaDev = int32_t(r % 4);
+    snprintf(p.bellShmName, sizeof p.bellShmName, "/weft-bell-%016llx", 0x1234abcdULL + r);
+    snprintf(p.hostname, sizeof p.hostname, "box%llu", static_cast<unsigned long long>(hosts[r]));
+    p.transportFacts[0][0] = 1;  // IbFacts: usable, staged, RoCE
+    p.transportFacts[0][8] = 2;
+    b.put(p);
+  }
+  for (int32_t d : devices) b.put(d);
+  for (size_t r = 0; r < hosts.size(); ++r) b.put(r < views.size() ? views[r] : topo::HostRingView{});
+  b.put(uint32_t(1 << 20));
+  b.put(costs);
+  return b.b;
+}
+
+void peerInfoSeeds() {
+  write("peer_info", "one_host", peerInfoSeed(2, true, {7, 7}, {2, 3}, {}));
+  write("peer_info", "two_hosts", peerInfoSeed(4, true, {7, 7, 9, 9}, {2, 7, 2, 7}, {}));
+  write("peer_info", "cpu_ranks", peerInfoSeed(1, true, {7, 7, 7}, {0, 0, 5}, {}));
+  write("peer_info", "unknown_topology", peerInfoSeed(1, true, {7, 7}, {2, -1}, {}));
+  // Values a peer could send that were used unchecked: a node past the
+  // host's (read out of bounds by findPath), a NIC node, a path type past
+  // toString's table.
+  write("peer_info", "device_out_of_range", peerInfoSeed(2, true, {7, 7}, {2, 1 << 20}, {}));
+  write("peer_info", "device_is_nic", peerInfoSeed(2, true, {7, 7}, {2, 4}, {}));
+  // composeRings reads each host's first view: rank 1 is host 9's.
+  std::vector<topo::HostRingView> views(2);
+  views[0].bw[0] = views[1].bw[0] = 10.f;
+  views[1].intraType = 100;
+  write("peer_info", "path_type_out_of_range", peerInfoSeed(1, false, {7, 9}, {2, 3}, views));
+  // Rank 0's cost inputs, which every rank adopts: a measured curve, and
+  // one claiming more points than it holds (curveUs indexes by the count).
+  algo::CostInputs costs;
+  costs.measuredRanks = 2;
+  costs.measuredHosts = 1;
+  costs.calib[0].measured.add(1024, 10);
+  costs.calib[0].measured.add(1 << 20, 200);
+  write("peer_info", "measured_curve", peerInfoSeed(2, true, {7, 7}, {2, 3}, {}, costs));
+  costs.calib[0].measured.nPoints = 1000;
+  write("peer_info", "curve_points_out_of_range", peerInfoSeed(2, true, {7, 7}, {2, 3}, {}, costs));
+  costs.calib[0].measured.nPoints = 2;
+  costs.inter.bandwidthGBs = 0;
+  write("peer_info", "zero_bandwidth", peerInfoSeed(2, true, {7, 7}, {2, 3}, {}, costs));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -231,5 +292,6 @@ int main(int argc, char** argv) {
   conninfoSeeds();
   textSeeds();
   statefulSeeds();
+  peerInfoSeeds();
   return 0;
 }
