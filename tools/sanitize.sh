@@ -70,6 +70,10 @@ case "$kind" in
     # (the fast unwinder stops in it). Without the plugin hwloc's Linux
     # backend finds the same PCI tree from sysfs, less the model names.
     export HWLOC_COMPONENTS=${HWLOC_COMPONENTS:--pci}
+    # Every test's own TIMEOUT x3 (cmake/TestTimeoutScale.cmake; ctest's
+    # --timeout below only covers tests without one): the rank-count sweeps
+    # reached their 300 s under ASan on a loaded machine.
+    export WEFT_TEST_TIMEOUT_SCALE=${WEFT_TEST_TIMEOUT_SCALE:-3}
     selection=(-LE "long|gpu")
     ;;
   tsan)
@@ -79,6 +83,8 @@ case "$kind" in
     # so a healthy run is not cut off. Bounds the tests check themselves
     # (an error within N ms) are not scaled.
     export PROCESS_RANKS_DEADLINE_SCALE=${PROCESS_RANKS_DEADLINE_SCALE:-4}
+    # And ctest's per-test TIMEOUTs by as much (cmake/TestTimeoutScale.cmake).
+    export WEFT_TEST_TIMEOUT_SCALE=${WEFT_TEST_TIMEOUT_SCALE:-4}
     # The tests where several threads or processes of weft meet: thread
     # ranks (ThreadCollectives, AlgorithmCollectives), process ranks
     # (ProcessCollectives, ProcessFaults, KilledRank*, the ll protocol's
