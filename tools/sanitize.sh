@@ -74,7 +74,10 @@ case "$kind" in
     # --timeout below only covers tests without one): the rank-count sweeps
     # reached their 300 s under ASan on a loaded machine.
     export WEFT_TEST_TIMEOUT_SCALE=${WEFT_TEST_TIMEOUT_SCALE:-3}
-    selection=(-LE "long|gpu")
+    # Install.*: installs this instrumented library and links a consumer
+    # built without -fsanitize against it, which cannot resolve the
+    # sanitizer runtime's symbols (a property of that test, not of weft).
+    selection=(-LE "long|gpu" -E "^Install\.")
     ;;
   tsan)
     export TSAN_OPTIONS="$common:second_deadlock_stack=1:suppressions=$supp/tsan.supp"
@@ -127,6 +130,15 @@ end=$(date +%s)
 echo "sanitize.sh $kind: ctest exit $rc, $((end - start)) s"
 
 reports=$(find "$logs" -type f -size +0 | sort)
+# UBSan inside ASan's runtime (GCC 12) ignores log_path and prints its
+# reports to stderr: they are looked for in ctest's log of every test's
+# output too (a child process whose stderr a test discards is missed).
+ubsanLines=$(grep -h "runtime error:" "$dir/Testing/Temporary/LastTest.log" 2>/dev/null | sort | uniq -c || true)
+if [ -n "$ubsanLines" ]; then
+  echo "sanitize.sh $kind: UBSan reports in the tests' output (count, report):"
+  echo "$ubsanLines"
+  rc=1
+fi
 if [ -n "$reports" ]; then
   echo "sanitize.sh $kind: $(echo "$reports" | wc -l) report file(s):"
   for f in $reports; do
@@ -135,5 +147,5 @@ if [ -n "$reports" ]; then
   done
   exit 1
 fi
-echo "sanitize.sh $kind: no sanitizer report"
+[ -z "$ubsanLines" ] && echo "sanitize.sh $kind: no sanitizer report"
 exit "$rc"
