@@ -38,8 +38,29 @@ static_assert(static_cast<int>(ncclNumTypes) == static_cast<int>(weftNumTypes), 
 static_assert(static_cast<int>(ncclAvg) == static_cast<int>(weftAvg), "ops must match");
 static_assert(NCCL_CONFIG_UNDEF_INT == WEFT_CONFIG_UNDEF_INT, "undefined config values must match");
 
+using weft::abiInt;
 using weft::nccl::toNccl;
 using weft::nccl::toWeft;
+
+bool weft::nccl::toWeft(const char* fn, ncclDataType_t type, weftDataType_t* out) {
+  const int raw = abiInt(type);
+  if (raw < 0 || raw >= ncclNumTypes) {
+    WEFT_WARN("%s: datatype %d is not an ncclDataType_t (0 to %d)", fn, raw, ncclNumTypes - 1);
+    return false;
+  }
+  *out = static_cast<weftDataType_t>(raw);
+  return true;
+}
+
+bool weft::nccl::toWeft(const char* fn, ncclRedOp_t op, weftRedOp_t* out) {
+  const int raw = abiInt(op);
+  if (raw < 0) {
+    WEFT_WARN("%s: op %d is not an ncclRedOp_t", fn, raw);
+    return false;
+  }
+  *out = static_cast<weftRedOp_t>(raw);
+  return true;
+}
 
 // Before main and before anything in this library reads a setting: a
 // program that loads libnccl.so.2 is configured the way NCCL would be. It
@@ -206,8 +227,10 @@ const char* ncclGetErrorString(ncclResult_t result) {
     }
     return s;
   }();
-  if (result < 0 || result >= ncclNumResults) return weftGetErrorString(static_cast<weftResult_t>(result));
-  return strings[result].c_str();
+  // Any int from C: looked at as one (abiInt), never as the enum.
+  const int code = abiInt(result);
+  if (code < 0 || code >= ncclNumResults) return "unknown result code";
+  return strings[size_t(code)].c_str();
 }
 
 const char* ncclGetLastError(ncclComm_t comm) { return weftGetLastError(toWeft(comm)); }
@@ -296,58 +319,88 @@ ncclResult_t ncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win) {
 
 ncclResult_t ncclRedOpCreatePreMulSum(ncclRedOp_t* op, void* scalar, ncclDataType_t datatype,
                                       ncclScalarResidence_t residence, ncclComm_t comm) {
-  return toNccl(weftRedOpCreatePreMulSum(reinterpret_cast<weftRedOp_t*>(op), scalar, toWeft(datatype),
-                                         static_cast<weftScalarResidence_t>(residence), toWeft(comm)));
+  weftDataType_t type;
+  if (!toWeft("ncclRedOpCreatePreMulSum", datatype, &type)) return ncclInvalidArgument;
+  const int where = abiInt(residence);
+  if (where != ncclScalarDevice && where != ncclScalarHostImmediate) {
+    WEFT_WARN("ncclRedOpCreatePreMulSum: residence %d is not an ncclScalarResidence_t", where);
+    return ncclInvalidArgument;
+  }
+  return toNccl(weftRedOpCreatePreMulSum(reinterpret_cast<weftRedOp_t*>(op), scalar, type,
+                                         static_cast<weftScalarResidence_t>(where), toWeft(comm)));
 }
 
 ncclResult_t ncclRedOpDestroy(ncclRedOp_t op, ncclComm_t comm) {
-  return toNccl(weftRedOpDestroy(toWeft(op), toWeft(comm)));
+  weftRedOp_t o;
+  if (!toWeft("ncclRedOpDestroy", op, &o)) return ncclInvalidArgument;
+  return toNccl(weftRedOpDestroy(o, toWeft(comm)));
 }
 
 ncclResult_t ncclReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, ncclRedOp_t op,
                         int root, ncclComm_t comm, cudaStream_t stream) {
-  return toNccl(weftReduce(sendbuff, recvbuff, count, toWeft(datatype), toWeft(op), root, toWeft(comm), toWeft(stream)));
+  weftDataType_t type;
+  weftRedOp_t o;
+  if (!toWeft("ncclReduce", datatype, &type) || !toWeft("ncclReduce", op, &o)) return ncclInvalidArgument;
+  return toNccl(weftReduce(sendbuff, recvbuff, count, type, o, root, toWeft(comm), toWeft(stream)));
 }
 
 ncclResult_t ncclBcast(void* buff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm,
                        cudaStream_t stream) {
-  return toNccl(weftBcast(buff, count, toWeft(datatype), root, toWeft(comm), toWeft(stream)));
+  weftDataType_t type;
+  if (!toWeft("ncclBcast", datatype, &type)) return ncclInvalidArgument;
+  return toNccl(weftBcast(buff, count, type, root, toWeft(comm), toWeft(stream)));
 }
 
 ncclResult_t ncclBroadcast(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root,
                            ncclComm_t comm, cudaStream_t stream) {
-  return toNccl(weftBroadcast(sendbuff, recvbuff, count, toWeft(datatype), root, toWeft(comm), toWeft(stream)));
+  weftDataType_t type;
+  if (!toWeft("ncclBroadcast", datatype, &type)) return ncclInvalidArgument;
+  return toNccl(weftBroadcast(sendbuff, recvbuff, count, type, root, toWeft(comm), toWeft(stream)));
 }
 
 ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                            ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
-  return toNccl(weftAllReduce(sendbuff, recvbuff, count, toWeft(datatype), toWeft(op), toWeft(comm), toWeft(stream)));
+  weftDataType_t type;
+  weftRedOp_t o;
+  if (!toWeft("ncclAllReduce", datatype, &type) || !toWeft("ncclAllReduce", op, &o)) return ncclInvalidArgument;
+  return toNccl(weftAllReduce(sendbuff, recvbuff, count, type, o, toWeft(comm), toWeft(stream)));
 }
 
 ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount, ncclDataType_t datatype,
                                ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
-  return toNccl(
-      weftReduceScatter(sendbuff, recvbuff, recvcount, toWeft(datatype), toWeft(op), toWeft(comm), toWeft(stream)));
+  weftDataType_t type;
+  weftRedOp_t o;
+  if (!toWeft("ncclReduceScatter", datatype, &type) || !toWeft("ncclReduceScatter", op, &o))
+    return ncclInvalidArgument;
+  return toNccl(weftReduceScatter(sendbuff, recvbuff, recvcount, type, o, toWeft(comm), toWeft(stream)));
 }
 
 ncclResult_t ncclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount, ncclDataType_t datatype,
                            ncclComm_t comm, cudaStream_t stream) {
-  return toNccl(weftAllGather(sendbuff, recvbuff, sendcount, toWeft(datatype), toWeft(comm), toWeft(stream)));
+  weftDataType_t type;
+  if (!toWeft("ncclAllGather", datatype, &type)) return ncclInvalidArgument;
+  return toNccl(weftAllGather(sendbuff, recvbuff, sendcount, type, toWeft(comm), toWeft(stream)));
 }
 
 ncclResult_t ncclAlltoAll(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                           ncclComm_t comm, cudaStream_t stream) {
-  return toNccl(weftAlltoAll(sendbuff, recvbuff, count, toWeft(datatype), toWeft(comm), toWeft(stream)));
+  weftDataType_t type;
+  if (!toWeft("ncclAlltoAll", datatype, &type)) return ncclInvalidArgument;
+  return toNccl(weftAlltoAll(sendbuff, recvbuff, count, type, toWeft(comm), toWeft(stream)));
 }
 
 ncclResult_t ncclSend(const void* sendbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
                       cudaStream_t stream) {
-  return toNccl(weftSend(sendbuff, count, toWeft(datatype), peer, toWeft(comm), toWeft(stream)));
+  weftDataType_t type;
+  if (!toWeft("ncclSend", datatype, &type)) return ncclInvalidArgument;
+  return toNccl(weftSend(sendbuff, count, type, peer, toWeft(comm), toWeft(stream)));
 }
 
 ncclResult_t ncclRecv(void* recvbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
                       cudaStream_t stream) {
-  return toNccl(weftRecv(recvbuff, count, toWeft(datatype), peer, toWeft(comm), toWeft(stream)));
+  weftDataType_t type;
+  if (!toWeft("ncclRecv", datatype, &type)) return ncclInvalidArgument;
+  return toNccl(weftRecv(recvbuff, count, type, peer, toWeft(comm), toWeft(stream)));
 }
 
 ncclResult_t ncclGroupStart(void) {

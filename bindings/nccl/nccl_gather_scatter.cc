@@ -17,8 +17,9 @@ using weft::nccl::toWeft;
 
 namespace {
 
-// Bytes per element, by ncclDataType_t value; 0 for a value that is none.
-size_t elementBytes(ncclDataType_t t) {
+// Bytes per element, by ncclDataType_t value (the caller's integer, see
+// abiInt); 0 for a value that is none.
+size_t elementBytes(int t) {
   static const size_t bytes[] = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2, 1, 1};
   static_assert(sizeof(bytes) / sizeof(bytes[0]) == ncclNumTypes, "one size per data type");
   return t >= 0 && t < ncclNumTypes ? bytes[t] : 0;
@@ -30,7 +31,7 @@ struct Rooted {
   const void* sendbuff;
   void* recvbuff;
   size_t count;
-  ncclDataType_t type;
+  int type;  // the datatype argument as the caller's integer (abiInt)
   int root;
   ncclComm_t comm;
   cudaStream_t stream;
@@ -46,7 +47,7 @@ ncclResult_t check(const Rooted& c, int* rank, int* nranks) {
     return ncclInvalidArgument;
   }
   if (elementBytes(c.type) == 0) {
-    WEFT_WARN("%s: unknown data type %d", c.fn, static_cast<int>(c.type));
+    WEFT_WARN("%s: datatype %d is not an ncclDataType_t (0 to %d)", c.fn, c.type, ncclNumTypes - 1);
     return ncclInvalidArgument;
   }
   return ncclSuccess;
@@ -61,7 +62,7 @@ ncclResult_t runRooted(const Rooted& c) {
   const void* own = c.gather ? c.sendbuff : c.recvbuff;
   const bool inPlace = rank == c.root && many && own == many + size_t(c.root) * block;
   const weftComm_t comm = toWeft(c.comm);
-  const weftDataType_t type = toWeft(c.type);
+  const auto type = static_cast<weftDataType_t>(c.type);  // in range: check() passed
   const weftStream_t stream = toWeft(c.stream);
   if (ncclResult_t r = toNccl(weftGroupStart())) return r;
   weftResult_t first = weftSuccess;
@@ -90,12 +91,12 @@ extern "C" {
 
 ncclResult_t ncclGather(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root,
                         ncclComm_t comm, cudaStream_t stream) {
-  return runRooted(Rooted{"ncclGather", true, sendbuff, recvbuff, count, datatype, root, comm, stream});
+  return runRooted(Rooted{"ncclGather", true, sendbuff, recvbuff, count, weft::abiInt(datatype), root, comm, stream});
 }
 
 ncclResult_t ncclScatter(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root,
                          ncclComm_t comm, cudaStream_t stream) {
-  return runRooted(Rooted{"ncclScatter", false, sendbuff, recvbuff, count, datatype, root, comm, stream});
+  return runRooted(Rooted{"ncclScatter", false, sendbuff, recvbuff, count, weft::abiInt(datatype), root, comm, stream});
 }
 
 }  // extern "C"

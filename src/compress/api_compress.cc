@@ -6,6 +6,7 @@
 #include "src/core/api_guard.h"
 #include "src/core/group.h"
 #include "src/exec/cuda/device_route.h"
+#include "src/util/abi_enum.h"
 
 using namespace weft;
 using namespace weft::compress;
@@ -70,7 +71,12 @@ WEFT_API weftResult_t weftCompressorCreate(weftComm_t comm, size_t count, weftDa
     if (!compressor) return refuse(weftInvalidArgument, fn, "compressor (the output) is NULL");
     if (weftResult_t e = comm->getAsyncError())
       return refuse(e, fn, std::string("communicator already failed: ") + weftGetErrorString(e));
-    weftCompressor* c = createCompressor(comm, count, datatype, config);
+    const int rawType = abiInt(datatype);
+    if (rawType < 0 || rawType >= weftNumTypes)
+      return refuse(weftInvalidArgument, fn,
+                    "datatype " + std::to_string(rawType) + " is not a weftDataType_t (0 to " +
+                        std::to_string(weftNumTypes - 1) + ")");
+    weftCompressor* c = createCompressor(comm, count, static_cast<weftDataType_t>(rawType), config);
     registerCompressor(c);
     WEFT_INFO(kColl, "%s: %s compressor for %zu elements, ratio %g, error feedback %d", fn, kindName(c->kind), count,
               c->ratio, int(c->errorFeedback));

@@ -10,6 +10,7 @@
 #include "src/core/api_guard.h"
 #include "src/core/comm.h"
 #include "src/kernels/reduce.h"
+#include "src/util/abi_enum.h"
 #include "src/util/clock.h"
 
 using namespace weft;
@@ -63,11 +64,13 @@ void applyConfig(weftReducer* r, const weftReducerConfig* cfg, size_t* bucketByt
   cc->errorFeedback = cfg->errorFeedback;
 }
 
-void checkBuffers(int n, void* const* buffers, const size_t* counts, weftDataType_t type) {
+// `rawType`: the datatype argument as the caller's integer (abiInt).
+void checkBuffers(int n, void* const* buffers, const size_t* counts, int rawType) {
   if (n <= 0) raise(weftInvalidArgument, "weftReducerCreate: nbuffers %d must be positive", n);
   if (!buffers || !counts) raise(weftInvalidArgument, "weftReducerCreate: buffers or counts is NULL");
-  if (static_cast<int>(type) < 0 || type >= weftNumTypes)
-    raise(weftInvalidArgument, "weftReducerCreate: unknown data type %d", static_cast<int>(type));
+  if (rawType < 0 || rawType >= weftNumTypes)
+    raise(weftInvalidArgument, "weftReducerCreate: datatype %d is not a weftDataType_t (0 to %d)", rawType,
+          weftNumTypes - 1);
   for (int i = 0; i < n; i++)
     if (counts[i] > 0 && !buffers[i]) raise(weftInvalidArgument, "weftReducerCreate: buffer %d is NULL with count %zu", i, counts[i]);
 }
@@ -152,11 +155,12 @@ WEFT_API weftResult_t weftReducerCreate(weftComm_t comm, int nbuffers, void* con
   if (weftResult_t rc = checkComm(comm, fn)) return rc;
   return guarded([&] {
     if (!reducer) return refuse(weftInvalidArgument, fn, "reducer (the output) is NULL");
-    checkBuffers(nbuffers, buffers, counts, datatype);
+    checkBuffers(nbuffers, buffers, counts, abiInt(datatype));
+    const auto type = static_cast<weftDataType_t>(abiInt(datatype));
     auto r = std::unique_ptr<weftReducer, void (*)(weftReducer*)>(new weftReducer, destroyReducer);
     r->comm = comm;
-    r->type = datatype;
-    r->elemSize = kernels::typeSize(datatype);
+    r->type = type;
+    r->elemSize = kernels::typeSize(type);
     r->buffers.assign(buffers, buffers + nbuffers);
     r->counts.assign(counts, counts + nbuffers);
     r->marked.assign(nbuffers, false);

@@ -244,7 +244,7 @@ weftCompressor* createCompressor(weftComm_t comm, size_t count, weftDataType_t t
   if (type != weftFloat32 && (narrowWire || (type != weftFloat16 && type != weftBfloat16)))
     raise(weftInvalidArgument, "weftCompressorCreate: %s compression takes %s buffers, not %s", kindName(c->kind),
           narrowWire ? "weftFloat32" : "weftFloat32, weftFloat16 or weftBfloat16",
-          (static_cast<int>(type) >= 0 && type < weftNumTypes) ? kernels::typeName(type) : "an unknown type");
+          kernels::typeName(type));
   if (c->kind == weftCompressTopK && count > UINT32_MAX)
     raise(weftInvalidArgument, "weftCompressorCreate: TopK indexes entries with 32 bits; count %zu is too large", count);
   if (count > (SIZE_MAX / sizeof(float)) / 4)

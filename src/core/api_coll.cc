@@ -10,14 +10,16 @@
 #include "src/core/api_guard.h"
 #include "src/core/group.h"
 #include "src/exec/cuda/device_route.h"
+#include "src/util/abi_enum.h"
 
 using namespace weft;
 using plan::Coll;
 
 namespace {
 
-// Resolves a user-visible op to the kernels' RedOp.
-weftResult_t resolveOp(weftComm_t comm, weftRedOp_t op, weftDataType_t type, kernels::RedOp* out, const char* fn) {
+// Resolves a user-visible op, as the integer the caller passed, to the
+// kernels' RedOp.
+weftResult_t resolveOp(weftComm_t comm, int op, weftDataType_t type, kernels::RedOp* out, const char* fn) {
   out->type = type;
   out->nranks = comm->nranks;
   switch (op) {
@@ -31,12 +33,12 @@ weftResult_t resolveOp(weftComm_t comm, weftRedOp_t op, weftDataType_t type, ker
   std::lock_guard<std::mutex> lock(comm->redOpMutex);
   long idx = static_cast<long>(op) - weftNumOps;
   if (idx < 0 || idx >= static_cast<long>(comm->userOps.size()) || !comm->userOps[idx].live) {
-    WEFT_WARN("%s: op %d is not a valid reduction operation on this communicator", fn, static_cast<int>(op));
+    WEFT_WARN("%s: op %d is not a valid reduction operation on this communicator", fn, op);
     return weftInvalidArgument;
   }
   const UserRedOp& u = comm->userOps[idx];
   if (u.type != type) {
-    WEFT_WARN("%s: op %d was created for type %s, used with %s", fn, static_cast<int>(op), kernels::typeName(u.type),
+    WEFT_WARN("%s: op %d was created for type %s, used with %s", fn, op, kernels::typeName(u.type),
               kernels::typeName(type));
     return weftInvalidArgument;
   }
@@ -64,20 +66,23 @@ struct CallCheck {
 };
 
 // The checks every call shares. `elements` is the largest buffer in
-// elements (count x nranks for gathered buffers).
+// elements (count x nranks for gathered buffers). `rawType` is the datatype
+// argument as the caller's integer; *type is set once it is known valid.
 weftResult_t checkCommon(CallCheck& c, const void* send, const void* recv, size_t count, size_t multiplier,
-                         weftDataType_t type, weftStream_t stream, bool needSend, bool needRecv, bool* device) {
+                         int rawType, weftStream_t stream, bool needSend, bool needRecv, bool* device,
+                         weftDataType_t* type) {
   if (weftResult_t r = checkComm(c.comm, c.fn)) return r;
   setLogRank(c.comm->rank);
   if (weftResult_t e = c.comm->getAsyncError()) {
     WEFT_WARN("%s: communicator already failed: %s", c.fn, weftGetErrorString(e));
     return e;
   }
-  if (static_cast<int>(type) < 0 || type >= weftNumTypes) {
-    c.fail(weftInvalidArgument, "unknown data type %d", static_cast<int>(type));
+  if (rawType < 0 || rawType >= weftNumTypes) {
+    c.fail(weftInvalidArgument, "datatype %d is not a weftDataType_t (0 to %d)", rawType, weftNumTypes - 1);
     return c.result;
   }
-  size_t es = kernels::typeSize(type);
+  *type = static_cast<weftDataType_t>(rawType);
+  size_t es = kernels::typeSize(*type);
   if (count > std::numeric_limits<size_t>::max() / es / multiplier) {
     c.fail(weftInvalidArgument, "count %zu x %zu x %zu bytes overflows", count, multiplier, es);
     return c.result;
@@ -97,8 +102,9 @@ weftResult_t checkCommon(CallCheck& c, const void* send, const void* recv, size_
   return weftSuccess;
 }
 
-weftResult_t collective(const char* fn, Coll coll, const void* send, void* recv, size_t count, weftDataType_t type,
-                        weftRedOp_t op, int root, weftComm_t comm, weftStream_t stream) {
+// `rawType` and `op` are the caller's integers (abiInt), checked here.
+weftResult_t collective(const char* fn, Coll coll, const void* send, void* recv, size_t count, int rawType, int op,
+                        int root, weftComm_t comm, weftStream_t stream) {
   return guarded([&] {
     CallCheck c{fn, comm};
     const plan::CollInfo& info = plan::collInfo(coll);
@@ -113,7 +119,8 @@ weftResult_t collective(const char* fn, Coll coll, const void* send, void* recv,
     if (rooted && !info.reduces) needSend = comm->rank == root;
     if (rooted && info.reduces) needRecv = comm->rank == root;
     bool device = false;
-    if (weftResult_t r = checkCommon(c, send, recv, count, mult, type, stream, needSend, needRecv, &device))
+    weftDataType_t type = weftFloat32;
+    if (weftResult_t r = checkCommon(c, send, recv, count, mult, rawType, stream, needSend, needRecv, &device, &type))
       return r;
     if (rooted && (root < 0 || root >= comm->nranks)) {
       c.fail(weftInvalidArgument, "root %d is out of range for %d ranks", root, comm->nranks);
@@ -136,18 +143,20 @@ weftResult_t collective(const char* fn, Coll coll, const void* send, void* recv,
       d.op.nranks = comm->nranks;
     }
     WEFT_TRACE(kColl, "%s send %p recv %p count %zu type %s op %d root %d comm %p stream %p", fn, send,
-               static_cast<void*>(recv), count, kernels::typeName(type), static_cast<int>(op), root,
+               static_cast<void*>(recv), count, kernels::typeName(type), op, root,
                static_cast<void*>(comm), stream);
     return submit(d, stream);
   });
 }
 
-weftResult_t pointToPoint(const char* fn, bool isSend, const void* send, void* recv, size_t count,
-                          weftDataType_t type, int peer, weftComm_t comm, weftStream_t stream) {
+weftResult_t pointToPoint(const char* fn, bool isSend, const void* send, void* recv, size_t count, int rawType,
+                          int peer, weftComm_t comm, weftStream_t stream) {
   return guarded([&] {
     CallCheck c{fn, comm};
     bool device = false;
-    if (weftResult_t r = checkCommon(c, send, recv, count, 1, type, stream, isSend, !isSend, &device)) return r;
+    weftDataType_t type = weftFloat32;
+    if (weftResult_t r = checkCommon(c, send, recv, count, 1, rawType, stream, isSend, !isSend, &device, &type))
+      return r;
     if (peer < 0 || peer >= comm->nranks) {
       c.fail(weftInvalidArgument, "peer %d is out of range for %d ranks", peer, comm->nranks);
       return c.result;
@@ -173,51 +182,54 @@ extern "C" {
 
 WEFT_API weftResult_t weftAllReduce(const void* sendbuff, void* recvbuff, size_t count, weftDataType_t datatype,
                                     weftRedOp_t op, weftComm_t comm, weftStream_t stream) {
-  return collective("weftAllReduce", Coll::AllReduce, sendbuff, recvbuff, count, datatype, op, 0, comm, stream);
+  return collective("weftAllReduce", Coll::AllReduce, sendbuff, recvbuff, count, abiInt(datatype), abiInt(op), 0, comm,
+                    stream);
 }
 
 WEFT_API weftResult_t weftReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
                                         weftDataType_t datatype, weftRedOp_t op, weftComm_t comm,
                                         weftStream_t stream) {
-  return collective("weftReduceScatter", Coll::ReduceScatter, sendbuff, recvbuff, recvcount, datatype, op, 0, comm,
-                    stream);
+  return collective("weftReduceScatter", Coll::ReduceScatter, sendbuff, recvbuff, recvcount, abiInt(datatype),
+                    abiInt(op), 0, comm, stream);
 }
 
 WEFT_API weftResult_t weftAllGather(const void* sendbuff, void* recvbuff, size_t sendcount, weftDataType_t datatype,
                                     weftComm_t comm, weftStream_t stream) {
-  return collective("weftAllGather", Coll::AllGather, sendbuff, recvbuff, sendcount, datatype, weftSum, 0, comm,
+  return collective("weftAllGather", Coll::AllGather, sendbuff, recvbuff, sendcount, abiInt(datatype), weftSum, 0, comm,
                     stream);
 }
 
 WEFT_API weftResult_t weftBroadcast(const void* sendbuff, void* recvbuff, size_t count, weftDataType_t datatype,
                                     int root, weftComm_t comm, weftStream_t stream) {
-  return collective("weftBroadcast", Coll::Broadcast, sendbuff, recvbuff, count, datatype, weftSum, root, comm,
+  return collective("weftBroadcast", Coll::Broadcast, sendbuff, recvbuff, count, abiInt(datatype), weftSum, root, comm,
                     stream);
 }
 
 WEFT_API weftResult_t weftBcast(void* buff, size_t count, weftDataType_t datatype, int root, weftComm_t comm,
                                 weftStream_t stream) {
-  return collective("weftBcast", Coll::Broadcast, buff, buff, count, datatype, weftSum, root, comm, stream);
+  return collective("weftBcast", Coll::Broadcast, buff, buff, count, abiInt(datatype), weftSum, root, comm, stream);
 }
 
 WEFT_API weftResult_t weftReduce(const void* sendbuff, void* recvbuff, size_t count, weftDataType_t datatype,
                                  weftRedOp_t op, int root, weftComm_t comm, weftStream_t stream) {
-  return collective("weftReduce", Coll::Reduce, sendbuff, recvbuff, count, datatype, op, root, comm, stream);
+  return collective("weftReduce", Coll::Reduce, sendbuff, recvbuff, count, abiInt(datatype), abiInt(op), root, comm,
+                    stream);
 }
 
 WEFT_API weftResult_t weftAlltoAll(const void* sendbuff, void* recvbuff, size_t count, weftDataType_t datatype,
                                    weftComm_t comm, weftStream_t stream) {
-  return collective("weftAlltoAll", Coll::AllToAll, sendbuff, recvbuff, count, datatype, weftSum, 0, comm, stream);
+  return collective("weftAlltoAll", Coll::AllToAll, sendbuff, recvbuff, count, abiInt(datatype), weftSum, 0, comm,
+                    stream);
 }
 
 WEFT_API weftResult_t weftSend(const void* sendbuff, size_t count, weftDataType_t datatype, int peer,
                                weftComm_t comm, weftStream_t stream) {
-  return pointToPoint("weftSend", true, sendbuff, nullptr, count, datatype, peer, comm, stream);
+  return pointToPoint("weftSend", true, sendbuff, nullptr, count, abiInt(datatype), peer, comm, stream);
 }
 
 WEFT_API weftResult_t weftRecv(void* recvbuff, size_t count, weftDataType_t datatype, int peer, weftComm_t comm,
                                weftStream_t stream) {
-  return pointToPoint("weftRecv", false, nullptr, recvbuff, count, datatype, peer, comm, stream);
+  return pointToPoint("weftRecv", false, nullptr, recvbuff, count, abiInt(datatype), peer, comm, stream);
 }
 
 WEFT_API weftResult_t weftGroupStart(void) { return groupStart(); }
@@ -226,17 +238,22 @@ WEFT_API weftResult_t weftGroupEnd(void) { return guarded([] { return groupEnd()
 WEFT_API weftResult_t weftRedOpCreatePreMulSum(weftRedOp_t* op, void* scalar, weftDataType_t datatype,
                                                weftScalarResidence_t residence, weftComm_t comm) {
   if (weftResult_t r = checkComm(comm, "weftRedOpCreatePreMulSum")) return r;
+  const int rawType = abiInt(datatype), rawResidence = abiInt(residence);
   return guarded([&] {
     if (!op || !scalar) raise(weftInvalidArgument, "weftRedOpCreatePreMulSum: op or scalar is NULL");
-    if (static_cast<int>(datatype) < 0 || datatype >= weftNumTypes)
-      raise(weftInvalidArgument, "weftRedOpCreatePreMulSum: unknown data type %d", static_cast<int>(datatype));
-    if (residence != weftScalarHostImmediate)
+    if (rawType < 0 || rawType >= weftNumTypes)
+      raise(weftInvalidArgument, "weftRedOpCreatePreMulSum: datatype %d is not a weftDataType_t (0 to %d)", rawType,
+            weftNumTypes - 1);
+    if (rawResidence != weftScalarHostImmediate)
       raise(weftInvalidArgument,
-            "weftRedOpCreatePreMulSum: only weftScalarHostImmediate is supported for host communicators");
+            "weftRedOpCreatePreMulSum: residence %d: only weftScalarHostImmediate (%d) is supported for host "
+            "communicators",
+            rawResidence, weftScalarHostImmediate);
+    const auto type = static_cast<weftDataType_t>(rawType);
     UserRedOp u;
     u.live = true;
-    u.type = datatype;
-    memcpy(u.scalar, scalar, kernels::typeSize(datatype));
+    u.type = type;
+    memcpy(u.scalar, scalar, kernels::typeSize(type));
     std::lock_guard<std::mutex> lock(comm->redOpMutex);
     size_t idx = 0;
     while (idx < comm->userOps.size() && comm->userOps[idx].live) idx++;
@@ -249,10 +266,11 @@ WEFT_API weftResult_t weftRedOpCreatePreMulSum(weftRedOp_t* op, void* scalar, we
 
 WEFT_API weftResult_t weftRedOpDestroy(weftRedOp_t op, weftComm_t comm) {
   if (weftResult_t r = checkComm(comm, "weftRedOpDestroy")) return r;
+  const int rawOp = abiInt(op);
   std::lock_guard<std::mutex> lock(comm->redOpMutex);
-  long idx = static_cast<long>(op) - weftNumOps;
+  long idx = static_cast<long>(rawOp) - weftNumOps;
   if (idx < 0 || idx >= static_cast<long>(comm->userOps.size()) || !comm->userOps[idx].live) {
-    WEFT_WARN("weftRedOpDestroy: op %d is not a user-created operation of this communicator", static_cast<int>(op));
+    WEFT_WARN("weftRedOpDestroy: op %d is not a user-created operation of this communicator", rawOp);
     return weftInvalidArgument;
   }
   comm->userOps[idx].live = false;

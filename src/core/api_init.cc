@@ -10,6 +10,7 @@
 #include "src/core/host_stream.h"
 #include "src/core/launch.h"
 #include "src/exec/cuda/device_route.h"
+#include "src/util/abi_enum.h"
 #include "src/util/clock.h"
 #include "src/util/settings.h"
 
@@ -46,7 +47,7 @@ WEFT_API weftResult_t weftGetVersion(int* version) {
 }
 
 WEFT_API const char* weftGetErrorString(weftResult_t result) {
-  switch (result) {
+  switch (abiInt(result)) {  // any int from C: switched on as one
     case weftSuccess: return "no error";
     case weftUnhandledCudaError: return "unhandled cuda error (run with WEFT_DEBUG=WARN for details)";
     case weftSystemError: return "unhandled system error (run with WEFT_DEBUG=WARN for details)";

@@ -59,13 +59,28 @@ weftResult_t runGuarded(weftComm_t comm, const std::vector<OpDesc>& ops) {
   }
 }
 
+// One unit per thread between its decrement and its last access to comm.
+constexpr int kTouching = 1 << 20;
+
 void inflightAdd(weftComm_t comm, int delta) {
-  if (comm->inflight.fetch_add(delta, std::memory_order_acq_rel) + delta == 0 && delta < 0) {
-    // A drain (api_init.cc) may sleep on the bell; ringIfSleeping after the
-    // fence cannot miss a sleeper that re-checks the count (sleepUnless).
+  if (delta >= 0) {
+    comm->inflight.fetch_add(delta, std::memory_order_acq_rel);
+    return;
+  }
+  // A drain (api_init.cc: weftCommDestroy) frees comm as soon as inflight
+  // reads 0, so the thread that ends the last operation must not touch comm
+  // after that: it holds a kTouching unit across its decrement and its ring,
+  // and drops it as its last access (ASan: heap-use-after-free in the ring
+  // when the count reached 0 first). A drain woken while the unit is held
+  // sleeps one more slice at most.
+  const int now = comm->inflight.fetch_add(delta + kTouching, std::memory_order_acq_rel) + delta + kTouching;
+  if (now % kTouching == 0) {
+    // A drain may sleep on the bell; ringIfSleeping after the fence cannot
+    // miss a sleeper that re-checks the count (sleepUnless).
     std::atomic_thread_fence(std::memory_order_seq_cst);
     ringIfSleeping(&comm->inflightBell);
   }
+  comm->inflight.fetch_sub(kTouching, std::memory_order_release);
 }
 
 // Several communicators in one group (one thread driving several ranks)

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/api/c_enum_calls.h"
 #include "tests/collectives/thread_ranks.h"
 #include "weft/weft.h"
 
@@ -166,29 +167,54 @@ TEST_F(ApiArgs, CountZeroWithNullBuffersSucceeds) {
   EXPECT_EQ(err, "");
 }
 
+// Out-of-range enum values come from C (c_enum_calls.c): in C++ an int
+// outside an enum's range cannot even be made into the enum. Values past the
+// enum's range (-1, 42, 99, INT_MIN) as well as the first value past the
+// enumerators, at every entry point that takes a weftDataType_t, a
+// weftRedOp_t or a weftScalarResidence_t.
 TEST_F(ApiArgs, UnknownDataTypeAndOpAreInvalidArgument) {
-  for (int bad : {42, -1, int(weftNumTypes)}) {
-    auto t = static_cast<weftDataType_t>(bad);
+  const size_t n = kElems;
+  for (int bad : {42, -1, 99, int(weftNumTypes), INT32_MIN}) {
     std::string tag = "type " + std::to_string(bad);
     for (auto& [name, call] : std::vector<std::pair<const char*, std::function<weftResult_t()>>>{
-             {"AllReduce", [&] { return weftAllReduce(s(), r(), kElems, t, weftSum, comm_, nullptr); }},
-             {"AllGather", [&] { return weftAllGather(s(), r(), 4, t, comm_, nullptr); }},
-             {"Broadcast", [&] { return weftBroadcast(s(), r(), kElems, t, 0, comm_, nullptr); }},
-             {"Send", [&] { return weftSend(s(), kElems, t, 1, comm_, nullptr); }},
-             {"Recv", [&] { return weftRecv(r(), kElems, t, 1, comm_, nullptr); }}})
+             {"AllReduce", [&] { return cAllReduce(s(), r(), n, bad, weftSum, comm_); }},
+             {"ReduceScatter", [&] { return cReduceScatter(s(), r(), 4, bad, weftSum, comm_); }},
+             {"Reduce", [&] { return cReduce(s(), r(), n, bad, weftSum, 0, comm_); }},
+             {"AllGather", [&] { return cAllGather(s(), r(), 4, bad, comm_); }},
+             {"Broadcast", [&] { return cBroadcast(s(), r(), n, bad, 0, comm_); }},
+             {"Bcast", [&] { return cBcast(r(), n, bad, 0, comm_); }},
+             {"AlltoAll", [&] { return cAlltoAll(s(), r(), 4, bad, comm_); }},
+             {"Send", [&] { return cSend(s(), n, bad, 1, comm_); }},
+             {"Recv", [&] { return cRecv(r(), n, bad, 1, comm_); }},
+             {"CompressorCreate", [&] { return cCompressorCreate(comm_, n, bad); }},
+             {"ReducerCreate", [&] { return cReducerCreate(comm_, r(), n, bad); }}}) {
       expectRejected((tag + " " + name).c_str(), weftInvalidArgument, call);
+      const std::string said = weftGetLastError(nullptr);
+      EXPECT_NE(said.find("datatype " + std::to_string(bad)), std::string::npos) << tag << " " << name << ": " << said;
+    }
   }
-  EXPECT_NE(std::string(weftGetLastError(nullptr)).find("type"), std::string::npos) << weftGetLastError(nullptr);
-  for (int bad : {int(weftNumOps), 99, -3, int(weftMaxRedOp)}) {
-    auto op = static_cast<weftRedOp_t>(bad);
+  for (int bad : {int(weftNumOps), 99, -3, -1, INT32_MIN, int(weftMaxRedOp)}) {
     std::string tag = "op " + std::to_string(bad);
     expectRejected((tag + " AllReduce").c_str(), weftInvalidArgument,
-                   [&] { return weftAllReduce(s(), r(), kElems, weftFloat32, op, comm_, nullptr); });
+                   [&] { return cAllReduce(s(), r(), n, weftFloat32, bad, comm_); });
     expectRejected((tag + " ReduceScatter").c_str(), weftInvalidArgument,
-                   [&] { return weftReduceScatter(s(), r(), 4, weftFloat32, op, comm_, nullptr); });
+                   [&] { return cReduceScatter(s(), r(), 4, weftFloat32, bad, comm_); });
     expectRejected((tag + " Reduce").c_str(), weftInvalidArgument,
-                   [&] { return weftReduce(s(), r(), kElems, weftFloat32, op, 0, comm_, nullptr); });
+                   [&] { return cReduce(s(), r(), n, weftFloat32, bad, 0, comm_); });
+    EXPECT_NE(std::string(weftGetLastError(nullptr)).find("op " + std::to_string(bad)), std::string::npos)
+        << weftGetLastError(nullptr);
+    EXPECT_EQ(cRedOpDestroy(bad, comm_), weftInvalidArgument) << tag;
   }
+  float scalar = 2.0f;
+  int op = -7;
+  for (int bad : {42, -1, int(weftNumTypes)})
+    EXPECT_EQ(cRedOpCreatePreMulSum(&op, &scalar, bad, weftScalarHostImmediate, comm_), weftInvalidArgument) << bad;
+  for (int bad : {2, -1, 99, int(weftScalarDevice)}) {
+    EXPECT_EQ(cRedOpCreatePreMulSum(&op, &scalar, weftFloat32, bad, comm_), weftInvalidArgument) << bad;
+    EXPECT_NE(std::string(weftGetLastError(nullptr)).find("residence " + std::to_string(bad)), std::string::npos)
+        << weftGetLastError(nullptr);
+  }
+  EXPECT_EQ(op, -7) << "a refused PreMulSum wrote its op";
 }
 
 TEST_F(ApiArgs, RootAndPeerOutOfRangeAreInvalidArgument) {
@@ -264,8 +290,6 @@ TEST_F(ApiArgs, PreMulSumMisuseIsInvalidArgument) {
   EXPECT_EQ(weftRedOpCreatePreMulSum(nullptr, &scalar, weftFloat32, weftScalarHostImmediate, comm_),
             weftInvalidArgument);
   EXPECT_EQ(weftRedOpCreatePreMulSum(&op, nullptr, weftFloat32, weftScalarHostImmediate, comm_), weftInvalidArgument);
-  EXPECT_EQ(weftRedOpCreatePreMulSum(&op, &scalar, static_cast<weftDataType_t>(42), weftScalarHostImmediate, comm_),
-            weftInvalidArgument);
   EXPECT_EQ(weftRedOpCreatePreMulSum(&op, &scalar, weftFloat32, weftScalarHostImmediate, nullptr),
             weftInvalidArgument);
 }
@@ -278,7 +302,9 @@ TEST(ApiBasics, ErrorStringsVersionAndQueries) {
     ASSERT_NE(s, nullptr) << code;
     EXPECT_GT(strlen(s), 0u) << code;
   }
-  EXPECT_NE(weftGetErrorString(static_cast<weftResult_t>(12345)), nullptr);
+  // Codes past the enum's range, as C may pass them (c_enum_calls.c).
+  for (int code : {12345, -1, INT32_MIN, int(weftNumResults)})
+    EXPECT_STREQ(cGetErrorString(code), "unknown result code") << code;
   // Codes a caller tells apart have texts that differ.
   EXPECT_STRNE(weftGetErrorString(weftInvalidArgument), weftGetErrorString(weftInvalidUsage));
   EXPECT_STRNE(weftGetErrorString(weftRemoteError), weftGetErrorString(weftTimeout));

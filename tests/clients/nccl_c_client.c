@@ -146,6 +146,23 @@ static void checkBadArguments(ncclComm_t comm, int nranks) {
   float x = 0;
   CHECK(ncclGather(&x, &x, 1, ncclFloat, nranks, comm, NULL) == ncclInvalidArgument, "root out of range");
   CHECK(ncclScatter(&x, &x, 1, (ncclDataType_t)99, 0, comm, NULL) == ncclInvalidArgument, "bad type");
+  /* Any int where nccl.h says an enum, as C allows: refused, never used. */
+  CHECK(ncclAllReduce(&x, &x, 1, (ncclDataType_t)99, ncclSum, comm, NULL) == ncclInvalidArgument, "type 99");
+  CHECK(ncclAllReduce(&x, &x, 1, (ncclDataType_t)-1, ncclSum, comm, NULL) == ncclInvalidArgument, "type -1");
+  CHECK(ncclAllReduce(&x, &x, 1, ncclFloat, (ncclRedOp_t)-1, comm, NULL) == ncclInvalidArgument, "op -1");
+  CHECK(ncclReduce(&x, &x, 1, ncclFloat, (ncclRedOp_t)99, 0, comm, NULL) == ncclInvalidArgument, "op 99");
+  CHECK(ncclSend(&x, 1, (ncclDataType_t)12, 0, comm, NULL) == ncclInvalidArgument, "type ncclNumTypes");
+  CHECK(ncclGather(&x, &x, 1, (ncclDataType_t)-5, 0, comm, NULL) == ncclInvalidArgument, "type -5");
+  CHECK(ncclRedOpDestroy((ncclRedOp_t)-1, comm) == ncclInvalidArgument, "destroy op -1");
+  {
+    ncclRedOp_t op;
+    CHECK(ncclRedOpCreatePreMulSum(&op, &x, (ncclDataType_t)42, ncclScalarHostImmediate, comm) ==
+              ncclInvalidArgument, "PreMulSum type 42");
+    CHECK(ncclRedOpCreatePreMulSum(&op, &x, ncclFloat, (ncclScalarResidence_t)7, comm) == ncclInvalidArgument,
+          "PreMulSum residence 7");
+  }
+  CHECK(strcmp(ncclGetErrorString((ncclResult_t)99), "unknown result code") == 0, "error string of 99");
+  CHECK(strcmp(ncclGetErrorString((ncclResult_t)-1), "unknown result code") == 0, "error string of -1");
   ncclUniqueId id;
   ncclComm_t none = NULL;
   ncclConfig_t bad = NCCL_CONFIG_INITIALIZER;

@@ -1,5 +1,7 @@
 #include "collective_check.h"
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdio>
 #include <cstring>
 #include <random>
@@ -92,7 +94,8 @@ std::string runAndCheck(weftComm_t comm, int rank, int n, const Scenario& s, con
   const Inputs& inputs = shared ? *shared : own;
 
   // Buffers: out-of-place uses separate send/recv; in-place puts the input
-  // where the API expects it inside the receive buffer.
+  // where the API expects it inside the receive buffer. std::copy, not
+  // memcpy: with count 0 the input is empty and its data() may be null.
   std::vector<unsigned char> sendBuf = inputs[rank];
   std::vector<unsigned char> recvBuf(recvElems(s, n) * es + 64, kPoison);
   const void* send = sendBuf.data();
@@ -101,17 +104,17 @@ std::string runAndCheck(weftComm_t comm, int rank, int n, const Scenario& s, con
     switch (s.coll) {
       case CollKind::ReduceScatter:
         recvBuf.assign(sendBuf.size() + 64, kPoison);
-        memcpy(recvBuf.data(), sendBuf.data(), sendBuf.size());
+        std::copy(sendBuf.begin(), sendBuf.end(), recvBuf.begin());
         send = recvBuf.data();
         recv = recvBuf.data() + size_t(rank) * s.count * es;
         break;
       case CollKind::AllGather:
-        memcpy(recvBuf.data() + size_t(rank) * s.count * es, sendBuf.data(), sendBuf.size());
+        std::copy(sendBuf.begin(), sendBuf.end(), recvBuf.begin() + std::ptrdiff_t(size_t(rank) * s.count * es));
         recv = recvBuf.data();
         send = recvBuf.data() + size_t(rank) * s.count * es;
         break;
       default:
-        memcpy(recvBuf.data(), sendBuf.data(), sendBuf.size());
+        std::copy(sendBuf.begin(), sendBuf.end(), recvBuf.begin());
         send = recvBuf.data();
         recv = recvBuf.data();
         break;

@@ -1,5 +1,6 @@
 #include "tests/devemu/harness.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
@@ -165,7 +166,7 @@ Call::Call(const CallSpec& s)
     }
     b.input.resize(lay.sendElems * es);
     for (uint64_t i = 0; i < lay.sendElems; i++) types_.random(b.input.data() + i * es, rng, s.opKind);
-    std::memcpy(b.send, b.input.data(), b.input.size());
+    if (!b.input.empty()) std::memcpy(b.send, b.input.data(), b.input.size());  // count 0: data() may be null
     b.scratch.assign(plans_[r].scratchElems * es + 64, static_cast<char>(kPoison));
   }
   for (int r = 0; r < s.nranks; r++) launches_.push_back(launchFor(r));
@@ -250,7 +251,7 @@ void Call::refresh(uint64_t seed) {
     const verify::BufferLayout& lay = problem_.buffers[r][0];
     if (lay.aliased) throw std::logic_error("refresh: out-of-place calls only");
     for (uint64_t i = 0; i < lay.sendElems; i++) types_.random(b.input.data() + i * es, rng, spec_.opKind);
-    std::memcpy(b.send, b.input.data(), b.input.size());
+    if (!b.input.empty()) std::memcpy(b.send, b.input.data(), b.input.size());  // count 0: data() may be null
     std::memset(b.recv, kPoison, lay.recvElems * es);
     std::atomic_ref<uint32_t>(b.status.code).store(0);
   }
@@ -297,7 +298,7 @@ std::string Call::check() const {
     if (lay.aliased ? !guardsIntact(b.sendMem.get(), b.total)
                     : !guardsIntact(b.sendMem.get(), lay.sendElems) || !guardsIntact(b.recvMem.get(), lay.recvElems))
       return "rank " + std::to_string(r) + ": a write outside the user buffers";
-    if (!lay.aliased && std::memcmp(b.send, b.input.data(), b.input.size()) != 0)
+    if (!lay.aliased && !b.input.empty() && std::memcmp(b.send, b.input.data(), b.input.size()) != 0)
       return "rank " + std::to_string(r) + ": the send buffer changed";
   }
   return {};
@@ -353,7 +354,7 @@ std::string Call::compareWithHostExecutor() {
     const uint64_t pad = spec_.misalign + kGuardElems;
     const uint64_t sendElems = lay.aliased ? b.total : lay.sendElems;
     copies[r].sendMem.assign((sendElems + 2 * pad) * es, static_cast<char>(kPoison));
-    std::memcpy(copies[r].sendMem.data() + (b.send - b.sendMem.get()), b.input.data(), b.input.size());
+    std::copy(b.input.begin(), b.input.end(), copies[r].sendMem.begin() + (b.send - b.sendMem.get()));
     if (!lay.aliased) copies[r].recvMem.assign((lay.recvElems + 2 * pad) * es, static_cast<char>(kPoison));
   }
   Fifos fifos(spec_.geometry, spec_.counterStart);

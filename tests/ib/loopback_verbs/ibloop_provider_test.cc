@@ -66,10 +66,13 @@ class Provider : public ::testing::Test {
     a.qp_access_flags = access;
     return v->modifyQp(q, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
   }
-  int toRtr(ibv_qp* q, uint32_t destQpn, uint32_t rqPsn, uint16_t dlid = 2, ibv_mtu mtu = IBV_MTU_4096) {
+  // `mtu` as a C caller may pass it: any int, put in as its bytes (C++
+  // cannot make an int outside enum ibv_mtu into one).
+  int toRtr(ibv_qp* q, uint32_t destQpn, uint32_t rqPsn, uint16_t dlid = 2, int mtu = IBV_MTU_4096) {
     ibv_qp_attr a{};
     a.qp_state = IBV_QPS_RTR;
-    a.path_mtu = mtu;
+    static_assert(sizeof(a.path_mtu) == sizeof(mtu));
+    memcpy(&a.path_mtu, &mtu, sizeof(mtu));
     a.dest_qp_num = destQpn;
     a.rq_psn = rqPsn;
     a.max_dest_rd_atomic = 1;
@@ -166,7 +169,7 @@ TEST_F(Provider, StateMachineRefusesWrongTransitionsAndMissingAttributes) {
   EXPECT_EQ(postRecv(q, nullptr, 0, 0, 1), 0);  // receives may be posted from INIT
   EXPECT_EQ(post(q, IBV_WR_RDMA_WRITE, nullptr, 0, 0, 0, 0, 1), EINVAL);  // sends only from RTS
   EXPECT_EQ(toRts(q, 0), EINVAL);                                          // INIT -> RTS
-  EXPECT_EQ(toRtr(q, 9, 0, 2, static_cast<ibv_mtu>(9)), EINVAL);          // no such MTU
+  EXPECT_EQ(toRtr(q, 9, 0, 2, 9), EINVAL);                                 // no such MTU
   EXPECT_EQ(toRtr(q, 0, 0), EINVAL);                                       // no destination QP
   ASSERT_EQ(toRtr(q, 9, 0), 0);
   EXPECT_EQ(toRts(q, 0, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT), EINVAL);  // no retry counts

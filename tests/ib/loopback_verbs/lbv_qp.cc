@@ -51,7 +51,12 @@ int checkAv(Qp* q, const ibv_qp_attr* a) {
                                !expected(n, "traffic_class", x.trafficClass, a->ah_attr.grh.traffic_class)))
     return EINVAL;
   if (a->ah_attr.sl > 15) return EINVAL;
-  if (a->path_mtu < IBV_MTU_256 || a->path_mtu > IBV_MTU_4096) return EINVAL;
+  // The MTU comes from a C caller as any int: read as one, since a value
+  // outside enum ibv_mtu cannot be loaded as it in C++.
+  int mtu = 0;
+  static_assert(sizeof(a->path_mtu) == sizeof(mtu));
+  memcpy(&mtu, &a->path_mtu, sizeof(mtu));
+  if (mtu < IBV_MTU_256 || mtu > IBV_MTU_4096) return EINVAL;
   if (a->dest_qp_num == 0 || a->dest_qp_num > 0xffffff) return EINVAL;
   return 0;
 }
