@@ -72,10 +72,7 @@ WEFT_API weftResult_t weftCompressorCreate(weftComm_t comm, size_t count, weftDa
     if (weftResult_t e = comm->getAsyncError())
       return refuse(e, fn, std::string("communicator already failed: ") + weftGetErrorString(e));
     const int rawType = abiInt(datatype);
-    if (rawType < 0 || rawType >= weftNumTypes)
-      return refuse(weftInvalidArgument, fn,
-                    "datatype " + std::to_string(rawType) + " is not a weftDataType_t (0 to " +
-                        std::to_string(weftNumTypes - 1) + ")");
+    if (std::string why = notADataType(rawType); !why.empty()) return refuse(weftInvalidArgument, fn, why);
     weftCompressor* c = createCompressor(comm, count, static_cast<weftDataType_t>(rawType), config);
     registerCompressor(c);
     WEFT_INFO(kColl, "%s: %s compressor for %zu elements, ratio %g, error feedback %d", fn, kindName(c->kind), count,

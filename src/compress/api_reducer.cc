@@ -68,9 +68,8 @@ void applyConfig(weftReducer* r, const weftReducerConfig* cfg, size_t* bucketByt
 void checkBuffers(int n, void* const* buffers, const size_t* counts, int rawType) {
   if (n <= 0) raise(weftInvalidArgument, "weftReducerCreate: nbuffers %d must be positive", n);
   if (!buffers || !counts) raise(weftInvalidArgument, "weftReducerCreate: buffers or counts is NULL");
-  if (rawType < 0 || rawType >= weftNumTypes)
-    raise(weftInvalidArgument, "weftReducerCreate: datatype %d is not a weftDataType_t (0 to %d)", rawType,
-          weftNumTypes - 1);
+  if (const std::string why = notADataType(rawType); !why.empty())
+    raise(weftInvalidArgument, "weftReducerCreate: %s", why.c_str());
   for (int i = 0; i < n; i++)
     if (counts[i] > 0 && !buffers[i]) raise(weftInvalidArgument, "weftReducerCreate: buffer %d is NULL with count %zu", i, counts[i]);
 }

@@ -77,8 +77,8 @@ weftResult_t checkCommon(CallCheck& c, const void* send, const void* recv, size_
     WEFT_WARN("%s: communicator already failed: %s", c.fn, weftGetErrorString(e));
     return e;
   }
-  if (rawType < 0 || rawType >= weftNumTypes) {
-    c.fail(weftInvalidArgument, "datatype %d is not a weftDataType_t (0 to %d)", rawType, weftNumTypes - 1);
+  if (const std::string why = notADataType(rawType); !why.empty()) {
+    c.fail(weftInvalidArgument, "%s", why.c_str());
     return c.result;
   }
   *type = static_cast<weftDataType_t>(rawType);
@@ -241,9 +241,8 @@ WEFT_API weftResult_t weftRedOpCreatePreMulSum(weftRedOp_t* op, void* scalar, we
   const int rawType = abiInt(datatype), rawResidence = abiInt(residence);
   return guarded([&] {
     if (!op || !scalar) raise(weftInvalidArgument, "weftRedOpCreatePreMulSum: op or scalar is NULL");
-    if (rawType < 0 || rawType >= weftNumTypes)
-      raise(weftInvalidArgument, "weftRedOpCreatePreMulSum: datatype %d is not a weftDataType_t (0 to %d)", rawType,
-            weftNumTypes - 1);
+    if (const std::string why = notADataType(rawType); !why.empty())
+      raise(weftInvalidArgument, "weftRedOpCreatePreMulSum: %s", why.c_str());
     if (rawResidence != weftScalarHostImmediate)
       raise(weftInvalidArgument,
             "weftRedOpCreatePreMulSum: residence %d: only weftScalarHostImmediate (%d) is supported for host "

@@ -10,7 +10,10 @@
 #pragma once
 
 #include <cstring>
+#include <string>
 #include <type_traits>
+
+#include "weft/weft.h"
 
 namespace weft {
 
@@ -20,6 +23,15 @@ int abiInt(const E& arg) {
   int value;
   std::memcpy(&value, &arg, sizeof value);
   return value;
+}
+
+// The range check of a datatype argument read with abiInt: empty when `raw`
+// is a weftDataType_t, else the sentence saying it is not (each entry point
+// puts its own name and result code around it).
+inline std::string notADataType(int raw) {
+  if (raw >= 0 && raw < weftNumTypes) return {};
+  return "datatype " + std::to_string(raw) + " is not a weftDataType_t (0 to " + std::to_string(weftNumTypes - 1) +
+         ")";
 }
 
 }  // namespace weft

@@ -106,6 +106,14 @@ void reportDeviceFailure(weftComm* comm, DeviceState& st) {
   });
 }
 
+// Refuses a call after a device call of comm failed (reported by its
+// status word, when it has device state yet).
+void refuseAfterFailure(weftComm* comm) {
+  if (DeviceState* st = existingState(comm)) reportDeviceFailure(comm, *st);
+  if (weftResult_t e = comm->getAsyncError())
+    raise(e, "rank %d: an earlier device call failed: %s", comm->rank, weftGetErrorString(e));
+}
+
 // Copies on the caller's stream (local_copies.h), on the GPU of the
 // communicator when the caller's current device is another.
 void copyOnStream(weftComm* comm, const std::vector<LocalCopy>& copies, cudaStream_t s) {
@@ -122,17 +130,13 @@ void runDevicePlan(weftComm* comm, const plan::Plan& p, const std::shared_ptr<co
   if (!any) return;  // nothing to move (all counts zero)
   cudaStream_t s = static_cast<cudaStream_t>(stream);
   if (std::optional<std::vector<LocalCopy>> copies = localCopiesOf(p, bindings, op)) {
-    if (DeviceState* st = existingState(comm)) reportDeviceFailure(comm, *st);
-    if (weftResult_t e = comm->getAsyncError())
-      raise(e, "rank %d: an earlier device call failed: %s", comm->rank, weftGetErrorString(e));
+    refuseAfterFailure(comm);
     copyOnStream(comm, *copies, s);
     return;
   }
   const bool captured = captureStateOf(s, nullptr) == CaptureState::Active;
   DeviceState& st = stateOf(comm, any, captured);
-  reportDeviceFailure(comm, st);
-  if (weftResult_t e = comm->getAsyncError())
-    raise(e, "rank %d: an earlier device call failed: %s", comm->rank, weftGetErrorString(e));
+  refuseAfterFailure(comm);
   if (!captured) {
     comm->connections->ensure(p, /*device=*/true);
   } else if (!comm->connections->connectedFor(p, /*device=*/true)) {

@@ -32,17 +32,25 @@ inline bool keepsValues(const plan::Step& s, const kernels::RedOp& op) {
   return true;
 }
 
+// Whether step `s` copies one of the rank's own buffers into its output
+// with no peer, no scratch and no arithmetic under `op`.
+inline bool isLocalCopy(const plan::Step& s, size_t nBindings, const kernels::RedOp& op) {
+  return s.kind == plan::StepKind::Fifo && !s.nRecv && !s.nSend && s.dst == plan::Buf::Recv &&
+         (s.src == plan::Buf::Send || s.src == plan::Buf::Recv) && keepsValues(s, op) && s.bind < nBindings;
+}
+
 // The copies `p` amounts to, in its order, or nothing when some step talks
-// to a peer, uses scratch, computes, or is not a FIFO-kind step.
+// to a peer, uses scratch, computes, or is not a FIFO-kind step. Called on
+// every device call: plans with peers are refused before anything is made.
 inline std::optional<std::vector<LocalCopy>> localCopiesOf(const plan::Plan& p, std::span<const BufferBinding> b,
                                                            const kernels::RedOp& op) {
   if (p.wire != plan::Wire::Native || p.scratchElems) return std::nullopt;
+  for (const plan::ChannelPlan& ch : p.channels)
+    for (const plan::Step& s : ch.steps)
+      if (!isLocalCopy(s, b.size(), op)) return std::nullopt;
   std::vector<LocalCopy> out;
   for (const plan::ChannelPlan& ch : p.channels)
     for (const plan::Step& s : ch.steps) {
-      if (s.kind != plan::StepKind::Fifo || s.nRecv || s.nSend) return std::nullopt;
-      if (s.dst != plan::Buf::Recv || (s.src != plan::Buf::Send && s.src != plan::Buf::Recv)) return std::nullopt;
-      if (!keepsValues(s, op) || s.bind >= b.size()) return std::nullopt;
       if (!s.count) continue;
       const char* base = static_cast<const char*>(s.src == plan::Buf::Send ? b[s.bind].send : b[s.bind].recv);
       char* dst = static_cast<char*>(b[s.bind].recv) + s.dstOff * p.elemSize;
