@@ -24,6 +24,25 @@ std::vector<int> mirrorTreeParents(int n) {
   return parent;
 }
 
+double doubleTreeNetScale(const std::vector<double>& hostNicBw) {
+  const int hosts = int(hostNicBw.size());
+  if (hosts < 2) return 1;
+  double slowest = hostNicBw[0];
+  for (double bw : hostNicBw) {
+    if (!(bw > 0)) return 1;
+    slowest = std::min(slowest, bw);
+  }
+  // Per host, the halves it sends (and receives) in both trees: one per
+  // child and one for its parent.
+  std::vector<int> halves(size_t(hosts), 0);
+  for (const std::vector<int>& parent : {binaryTreeParents(hosts), mirrorTreeParents(hosts)})
+    for (int h = 0; h < hosts; h++)
+      if (parent[size_t(h)] >= 0) halves[size_t(h)]++, halves[size_t(parent[size_t(h)])]++;
+  double worst = 0;  // time per byte of B at the busiest host, in 1 / bandwidth units
+  for (int h = 0; h < hosts; h++) worst = std::max(worst, 0.5 * halves[size_t(h)] / hostNicBw[size_t(h)]);
+  return worst > 0 ? (2.0 / slowest) / worst : 1;
+}
+
 std::array<std::vector<int>, 2> doubleTreeParents(const std::vector<int>& hostOf, const std::vector<int>& order) {
   const int n = int(hostOf.size());
   if (!order.empty() && int(order.size()) != n)

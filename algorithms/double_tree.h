@@ -30,6 +30,17 @@ std::array<std::vector<int>, 2> doubleTreeParents(const std::vector<int>& hostOf
 // The second tree over n nodes, complementary to binaryTreeParents(n).
 std::vector<int> mirrorTreeParents(int n);
 
+// How much faster than 2B at the slowest host's NIC bandwidth the double
+// tree's busiest host moves its share of a B-byte AllReduce (the cost
+// model's CostInputs::treeNetScale). hostNicBw: per host in tree order
+// (the ring's host order), the bandwidth of its NICs (any unit; <= 0:
+// unknown). A host sends and receives B/2 per tree for its parent and for
+// each child: 2B for a host interior in one tree and a leaf in the other,
+// B for a leaf in both or a root with one child. On even hosts that is 1
+// (some host carries 2B; with 2 hosts every host carries B: 2); with one
+// slow host it says whether that host is a busy one.
+double doubleTreeNetScale(const std::vector<double>& hostNicBw);
+
 // AllReduce: each channel's slice split in two halves, the first on tree 0
 // (conn c), the second on tree 1 (conn k + c on k channels). The trees follow a.hostOf
 // (empty: one rank per host) and the channel's ring order (ringOrder(a, c)).

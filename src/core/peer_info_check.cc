@@ -72,6 +72,7 @@ void checkPeerCostInputs(const algo::CostInputs& c, int rank) {
   checkCostValue(rank, "inter latency", c.inter.latencyUs, false);
   checkCostValue(rank, "inter bandwidth", c.inter.bandwidthGBs, true);
   checkCostValue(rank, "channel bandwidth", c.channelBwGBs, false);
+  checkCostValue(rank, "double tree network scale", c.treeNetScale, true);
   if (c.nicsPerHost < 1) costProblem(rank, "nicsPerHost = " + std::to_string(c.nicsPerHost) + " (must be >= 1)");
   if (c.measuredRanks < 0 || c.measuredHosts < 0) costProblem(rank, "a negative measured rank or host count");
   unsigned char deviceBuffers = 0;

@@ -106,6 +106,7 @@ CommRings composeRings(const std::vector<int>& hostOf, const std::vector<HostRin
     s.maxRanksPerHost = std::max(s.maxRanksPerHost, static_cast<int>(ranks.size()));
     const HostRingView& v = views[ranks.front()];
     if (s.nHosts > 1 && v.nicBw > 0) s.interHostBw = s.interHostBw == 0 ? v.nicBw : std::min<double>(s.interHostBw, v.nicBw);
+    if (s.nHosts > 1) s.hostNicBw.push_back(v.nicBw);
     s.intraType = worse(s.intraType, static_cast<PathType>(v.intraType));
     if (s.nHosts > 1) s.nicType = worse(s.nicType, static_cast<PathType>(v.nicType));
     for (int c = 0; c < nChannels; ++c) s.ringBwPerChannel = std::min<double>(s.ringBwPerChannel, v.bw[c]);

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "algorithms/double_tree.h"
+
 namespace weft::topo {
 
 algo::CostInputs costInputsFromTopology(const TopoSummary& s, int nranks, const algo::CostInputs& measured) {
@@ -12,8 +14,10 @@ algo::CostInputs costInputsFromTopology(const TopoSummary& s, int nranks, const 
   if (ringTotal <= 0) return c;  // disconnected or empty: the graph says nothing usable
   const bool peerToPeer = s.intraType == PathType::Nvl || s.intraType == PathType::Pix || s.intraType == PathType::Pxb;
   c.intra.bandwidthGBs = peerToPeer ? ringTotal : std::min(ringTotal, measured.intra.bandwidthGBs);
-  if (s.nHosts > 1 && s.interHostBw > 0)
+  if (s.nHosts > 1 && s.interHostBw > 0) {
     c.inter.bandwidthGBs = std::min(s.interHostBw * std::max(s.nChannels, 1), ringTotal);
+    c.treeNetScale = algo::doubleTreeNetScale(s.hostNicBw);
+  }
   // Where a channel has a path of its own (GPU peer links, a NIC per
   // channel), one channel carries only its share; on one host's shared
   // memory one executor thread does every channel's copies (0: no limit).

@@ -336,6 +336,10 @@ TopoSummary summarize(const System& sys, const std::vector<RankPlace>& ranks, in
     s.nicType = worse(s.nicType, c.nicType);
     for (int nic : c.nics)
       if (nic >= 0) s.interHostBw = s.interHostBw == 0 ? nicBw(sys, nic) : std::min(s.interHostBw, nicBw(sys, nic));
+    if (s.nHosts > 1) s.hostNicBw.resize(c.nics.size(), 0);
+    for (size_t h = 0; s.nHosts > 1 && h < c.nics.size(); h++)
+      if (const int nic = c.nics[h]; nic >= 0)
+        s.hostNicBw[h] = s.hostNicBw[h] == 0 ? nicBw(sys, nic) : std::min(s.hostNicBw[h], nicBw(sys, nic));
   }
   return s;
 }

@@ -81,6 +81,7 @@ struct TopoSummary {
   int nChannels = 0;
   double ringBwPerChannel = 0;  // GB/s
   double interHostBw = 0;       // slowest NIC in use, GB/s (0 on one host)
+  std::vector<double> hostNicBw;  // per host in ring order: its slowest NIC in use, GB/s (empty on one host)
   PathType intraType = PathType::Loc;
   PathType nicType = PathType::Loc;
 };
