@@ -8,8 +8,9 @@
 // host interior in at most one tree (for an odd count, host 0 excepted). The host's parent
 // attaches to the head of its chain; its first child host hangs off the
 // head, the second off the next rank of the chain, so no rank has more than
-// two children. Tree 1 runs the chain in reverse, so a host's network
-// traffic is spread over two ranks.
+// two children. Tree 1 runs the chain in reverse from its middle rank (its
+// head half a host away from tree 0's), so a host's network traffic is
+// spread over ranks on different NICs.
 #pragma once
 
 #include <array>
