@@ -154,7 +154,8 @@ algo::CostInputs costInputs(const Options& o, uint64_t bytes) {
   in.nicsPerHost = (K + used - 1) / used;
   // As the communicator gives it (topo::costInputsFromTopology): hosts in
   // ring order, each at its slowest NIC.
-  in.treeNetScale = algo::doubleTreeNetScale(o.simple.hostNicGBs);
+  in.treeNetScale = algo::doubleTreeNetScale(
+      o.simple.hostNicGBs.empty() ? std::vector<double>(o.layout.size(), o.simple.nicGBs) : o.simple.hostNicGBs);
   in.hostRanksMin = *std::min_element(o.layout.begin(), o.layout.end());
   in.hostRanksMax = *std::max_element(o.layout.begin(), o.layout.end());
   return in;
