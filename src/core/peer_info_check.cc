@@ -123,7 +123,10 @@ void checkHostRingViews(const std::vector<topo::HostRingView>& views, int nChann
     checkPathType(r, "intraType", v.intraType);
     checkPathType(r, "nicType", v.nicType);
     checkBandwidth(r, "nicBw", -1, v.nicBw);
-    for (int c = 0; c < channels; ++c) checkBandwidth(r, "bw", c, v.bw[c]);
+    for (int c = 0; c < channels; ++c) {
+      checkBandwidth(r, "bw", c, v.bw[c]);
+      checkBandwidth(r, "hostBw", c, v.hostBw[c]);
+    }
   }
 }
 
