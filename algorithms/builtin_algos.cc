@@ -83,7 +83,13 @@ CostTerms doubleTreeCost(Coll, const CostInputs& in, double B) {
   // in the other (B/2 down): 2B in, like a ring's 2(n-1)/n B. Inside a host
   // the trees are chains (buildDoubleTree), so one host pays the chain's
   // depth, not log2(n), and each level over hosts an intra hop more.
-  return {2 * doubleTreeLatencyUs(in), 2 * B / linkBytesPerUs(in)};
+  // Across hosts the busiest host's NICs pace it (treeNetScale: a slow host
+  // carries less than 2B where the trees make it a leaf), the ranks' own
+  // links inside.
+  const double W = multiHost(in) ? 1e3 * std::min(in.inter.bandwidthGBs * std::max(in.treeNetScale, 1e-9),
+                                                   in.intra.bandwidthGBs)
+                                 : linkBytesPerUs(in);
+  return {2 * doubleTreeLatencyUs(in), 2 * B / W};
 }
 
 plan::Plan buildBinaryTree(const CollArgs& a) { return buildTree(a); }

@@ -59,6 +59,11 @@ struct CostInputs {
   // where one executor thread does every channel's copies).
   int maxChannels = 1;
   double channelBwGBs = 0;
+  // Across hosts of unequal NICs (inter is the slowest): how much faster
+  // than 2B at inter the double tree's busiest host moves its share
+  // (algo::doubleTreeNetScale; a slow host that is a leaf in both trees
+  // carries B). 1 on hosts alike.
+  double treeNetScale = 1;
   // The call's buffers are GPU memory: protocols may carry other algorithms
   // there (ProtoInfo::onDevice).
   bool deviceBuffers = false;

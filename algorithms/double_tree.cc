@@ -24,6 +24,25 @@ std::vector<int> mirrorTreeParents(int n) {
   return parent;
 }
 
+double doubleTreeNetScale(const std::vector<double>& hostNicBw) {
+  const int hosts = int(hostNicBw.size());
+  if (hosts < 2) return 1;
+  double slowest = hostNicBw[0];
+  for (double bw : hostNicBw) {
+    if (!(bw > 0)) return 1;
+    slowest = std::min(slowest, bw);
+  }
+  // Per host, the halves it sends (and receives) in both trees: one per
+  // child and one for its parent.
+  std::vector<int> halves(size_t(hosts), 0);
+  for (const std::vector<int>& parent : {binaryTreeParents(hosts), mirrorTreeParents(hosts)})
+    for (int h = 0; h < hosts; h++)
+      if (parent[size_t(h)] >= 0) halves[size_t(h)]++, halves[size_t(parent[size_t(h)])]++;
+  double worst = 0;  // time per byte of B at the busiest host, in 1 / bandwidth units
+  for (int h = 0; h < hosts; h++) worst = std::max(worst, 0.5 * halves[size_t(h)] / hostNicBw[size_t(h)]);
+  return worst > 0 ? (2.0 / slowest) / worst : 1;
+}
+
 std::array<std::vector<int>, 2> doubleTreeParents(const std::vector<int>& hostOf, const std::vector<int>& order) {
   const int n = int(hostOf.size());
   if (!order.empty() && int(order.size()) != n)
@@ -40,13 +59,21 @@ std::array<std::vector<int>, 2> doubleTreeParents(const std::vector<int>& hostOf
   const int nHosts = int(members.size());
   std::array<std::vector<int>, 2> hostParent = {binaryTreeParents(nHosts), mirrorTreeParents(nHosts)};
   std::array<std::vector<int>, 2> parent;
-  // Tree 1 runs each host's chain backwards. Linear in the ranks: a plan
-  // builder calls this for its one rank, and the simulator for every rank.
+  // Tree 1 runs each host's chain backwards from its middle (m[L/2],
+  // m[L/2 - 1], ..., m[0], m[L-1], ..., m[L/2 + 1]), so its head, which
+  // carries the host's network traffic, sits half a host away from tree 0's
+  // head m[0]. Its reverse from the end (head m[L-1]) shared tree 0's NIC:
+  // a ring order's chain enters and leaves a host at the ranks nearest its
+  // NIC, and the IB transport gives local rank l's connection k NIC
+  // (l + k) mod K, so with one channel on 8 rails m[7]'s connection 1 and
+  // m[0]'s connection 0 both leave through NIC 0 (docs/simulator.md).
+  // Linear in the ranks: a plan builder calls this for its one rank, and
+  // the simulator for every rank.
   for (int t = 0; t < 2; t++) {
     parent[t].assign(n, -1);
     auto member = [&](int h, size_t k) {
       const std::vector<int>& m = members[size_t(h)];
-      return t == 1 ? m[m.size() - 1 - k] : m[k];
+      return t == 1 ? m[(m.size() / 2 + m.size() - k) % m.size()] : m[k];
     };
     std::vector<int> childrenSeen(size_t(nHosts), 0);  // children in host order
     for (int h = 0; h < nHosts; h++) {

@@ -8,8 +8,9 @@
 // host interior in at most one tree (for an odd count, host 0 excepted). The host's parent
 // attaches to the head of its chain; its first child host hangs off the
 // head, the second off the next rank of the chain, so no rank has more than
-// two children. Tree 1 runs the chain in reverse, so a host's network
-// traffic is spread over two ranks.
+// two children. Tree 1 runs the chain in reverse from its middle rank (its
+// head half a host away from tree 0's), so a host's network traffic is
+// spread over ranks on different NICs.
 #pragma once
 
 #include <array>
@@ -29,6 +30,17 @@ std::array<std::vector<int>, 2> doubleTreeParents(const std::vector<int>& hostOf
 
 // The second tree over n nodes, complementary to binaryTreeParents(n).
 std::vector<int> mirrorTreeParents(int n);
+
+// How much faster than 2B at the slowest host's NIC bandwidth the double
+// tree's busiest host moves its share of a B-byte AllReduce (the cost
+// model's CostInputs::treeNetScale). hostNicBw: per host in tree order
+// (the ring's host order), the bandwidth of its NICs (any unit; <= 0:
+// unknown). A host sends and receives B/2 per tree for its parent and for
+// each child: 2B for a host interior in one tree and a leaf in the other,
+// B for a leaf in both or a root with one child. On even hosts that is 1
+// (some host carries 2B; with 2 hosts every host carries B: 2); with one
+// slow host it says whether that host is a busy one.
+double doubleTreeNetScale(const std::vector<double>& hostNicBw);
 
 // AllReduce: each channel's slice split in two halves, the first on tree 0
 // (conn c), the second on tree 1 (conn k + c on k channels). The trees follow a.hostOf

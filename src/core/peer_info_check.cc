@@ -72,6 +72,7 @@ void checkPeerCostInputs(const algo::CostInputs& c, int rank) {
   checkCostValue(rank, "inter latency", c.inter.latencyUs, false);
   checkCostValue(rank, "inter bandwidth", c.inter.bandwidthGBs, true);
   checkCostValue(rank, "channel bandwidth", c.channelBwGBs, false);
+  checkCostValue(rank, "double tree network scale", c.treeNetScale, true);
   if (c.nicsPerHost < 1) costProblem(rank, "nicsPerHost = " + std::to_string(c.nicsPerHost) + " (must be >= 1)");
   if (c.measuredRanks < 0 || c.measuredHosts < 0) costProblem(rank, "a negative measured rank or host count");
   unsigned char deviceBuffers = 0;
@@ -122,7 +123,10 @@ void checkHostRingViews(const std::vector<topo::HostRingView>& views, int nChann
     checkPathType(r, "intraType", v.intraType);
     checkPathType(r, "nicType", v.nicType);
     checkBandwidth(r, "nicBw", -1, v.nicBw);
-    for (int c = 0; c < channels; ++c) checkBandwidth(r, "bw", c, v.bw[c]);
+    for (int c = 0; c < channels; ++c) {
+      checkBandwidth(r, "bw", c, v.bw[c]);
+      checkBandwidth(r, "hostBw", c, v.hostBw[c]);
+    }
   }
 }
 

@@ -64,6 +64,9 @@ struct SimpleCluster {
   double nicGBs = 12.5, netLatUs = 5;
   int nicsPerHost = 1;
   double stepOverheadUs = 0;
+  // What the cost model sees of a topology file: per host, its slowest NIC
+  // (empty: every host's is nicGBs).
+  std::vector<double> hostNicGBs;
 };
 Cluster buildCluster(const SimpleCluster& s);
 

@@ -8,6 +8,7 @@
 #include <map>
 #include <sstream>
 
+#include "src/topology/comm_topo.h"
 #include "src/topology/topo_file.h"
 #include "transports/ib/nic_locality.h"
 #include "src/util/error.h"
@@ -117,6 +118,8 @@ class Builder {
     summarize();
     out_.cluster.stepOverheadUs = s_.stepUs;
     validate(out_.cluster);
+    if (noPlaces_) out_.places.clear();
+    out_.hostKeys = hostKeys_;
     return std::move(out_);
   }
 
@@ -174,6 +177,16 @@ class Builder {
   }
 
   void hostLinks(int h);
+  // Where the communicator would place the rank (its GPU, else a CPU node);
+  // without a node to place it on, the cluster has no ring orders.
+  void placeRank(int h, int gpu, int localIndex) {
+    if (gpu >= 0) return out_.places.push_back({h, gpu});
+    try {
+      out_.places.push_back(topo::placeRank(sys_, h, -1, -1, localIndex));
+    } catch (const Error&) {
+      noPlaces_ = true;
+    }
+  }
   std::vector<ib::NicCandidate> rankPorts(int h, int gpu, const std::vector<int>& nicNodes);
   void routes();
   void summarize();
@@ -185,6 +198,7 @@ class Builder {
   std::vector<std::vector<std::pair<int, int>>> adj_;  // per switch: (neighbour, link)
   std::vector<std::vector<int>> hostNics_;             // per host: cluster NIC indices
   std::vector<std::string> hostKeys_;
+  bool noPlaces_ = false;
   std::map<std::string, std::vector<std::optional<ib::PciDistance>>> distances_;  // per host key and GPU
 };
 
@@ -259,6 +273,7 @@ void Builder::hostLinks(int h) {
     c.rankOut.push_back(c.addLink(bw, lat, name + "/rank" + std::to_string(l) + ".out"));
     c.rankIn.push_back(c.addLink(bw, 0, name + "/rank" + std::to_string(l) + ".in"));
     c.addRankNics(l, rankPorts(h, gpus.empty() ? -1 : gpus[size_t(l)], nicNodes));
+    placeRank(h, gpus.empty() ? -1 : gpus[size_t(l)], l);
   }
 }
 
@@ -308,6 +323,9 @@ void Builder::summarize() {
   for (const auto& nics : hostNics_) s.nicsPerHost = std::min(s.nicsPerHost, std::max(int(nics.size()), 1));
   s.nicGBs = c.nicUp.empty() ? s.intraGBs : 1e300;
   for (int up : c.nicUp) s.nicGBs = std::min(s.nicGBs, c.linkGBs[size_t(up)]);
+  s.hostNicGBs.assign(c.hostNics.size(), 1e300);
+  for (size_t h = 0; h < c.hostNics.size(); h++)
+    for (int nic : c.hostNics[h]) s.hostNicGBs[h] = std::min(s.hostNicGBs[h], c.linkGBs[size_t(c.nicUp[size_t(nic)])]);
   // The network latency: first host to last, NIC to NIC.
   s.netLatUs = 0;
   if (c.hostOf.size() > 1 && c.hostOf.front() != c.hostOf.back()) {
@@ -331,7 +349,8 @@ TopoCluster topoClusterFromString(const std::string& text) {
     section = parseSection(doc["simulation"]);
     doc.erase("simulation");
   }
-  const topo::System sys = topo::loadString(doc.is_null() ? text : doc.dump());
+  auto shared = std::make_shared<const topo::System>(topo::loadString(doc.is_null() ? text : doc.dump()));
+  const topo::System& sys = *shared;
   std::vector<std::string> hostKeys(sys.hosts.size());
   if (doc.is_object() && doc.contains("hosts") && doc["hosts"].is_array() && doc["hosts"].size() == sys.hosts.size())
     for (size_t h = 0; h < sys.hosts.size(); h++) {
@@ -340,7 +359,36 @@ TopoCluster topoClusterFromString(const std::string& text) {
       host.erase("name");
       hostKeys[h] = host.dump();
     }
-  return Builder(sys, section, std::move(hostKeys)).build();
+  TopoCluster out = Builder(sys, section, std::move(hostKeys)).build();
+  out.system = std::move(shared);
+  return out;
+}
+
+std::vector<std::vector<int>> communicatorRingOrders(const TopoCluster& t, int nChannels) {
+  const std::vector<int>& hostOf = t.cluster.hostOf;
+  if (!t.system || t.places.size() != hostOf.size() || nChannels < 1 || nChannels > topo::kMaxViewChannels) return {};
+  const bool multiHost = t.layout.size() > 1;
+  std::vector<topo::HostRingView> views(hostOf.size());
+  // A host's views depend on its own graph alone: hosts described alike
+  // share them (512 hosts of 8 GPUs would otherwise search paths 512 times).
+  std::map<std::string, std::vector<topo::HostRingView>> byKey;
+  for (size_t first = 0; first < hostOf.size();) {
+    const size_t h = size_t(hostOf[first]);
+    size_t end = first;
+    while (end < hostOf.size() && hostOf[end] == hostOf[first]) end++;
+    const std::string key = h < t.hostKeys.size() && !t.hostKeys[h].empty()
+                                ? t.hostKeys[h] + "#" + std::to_string(end - first)
+                                : "";
+    auto it = key.empty() ? byKey.end() : byKey.find(key);
+    if (it == byKey.end()) {
+      std::vector<topo::RankPlace> mine(t.places.begin() + long(first), t.places.begin() + long(end));
+      auto v = topo::hostRingViews(*t.system, mine, nChannels, multiHost);
+      it = byKey.emplace(key.empty() ? "#" + std::to_string(h) : key, std::move(v)).first;
+    }
+    std::copy(it->second.begin(), it->second.end(), views.begin() + long(first));
+    first = end;
+  }
+  return topo::composeRings(hostOf, views, nChannels).orders;
 }
 
 TopoCluster loadTopoCluster(const std::string& path) {

@@ -21,10 +21,12 @@
 // or not the others, zero bandwidth, more ranks than GPUs.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "src/sim/cluster.h"
+#include "src/topology/rings.h"
 
 namespace weft::sim {
 
@@ -35,7 +37,19 @@ struct TopoCluster {
   // What the cost model sees (CostInputs): the slowest rank link inside a
   // host, the slowest NIC, the fewest NICs per host, and latencies.
   SimpleCluster summary;
+  // The file's graph, each rank's place on it (GPU of the same index, else a
+  // CPU node) and each host's description without its name (hosts described
+  // alike have the same chains): what the communicator's ring orders need.
+  std::shared_ptr<const topo::System> system;
+  std::vector<topo::RankPlace> places;
+  std::vector<std::string> hostKeys;
 };
+
+// Per channel, the ring order a communicator of nChannels channels would
+// give its calls on this cluster (topo::hostRingViews per host, composed by
+// topo::composeRings, as the communicator does at init): each host's chain
+// enters and leaves at the devices nearest that channel's NIC.
+std::vector<std::vector<int>> communicatorRingOrders(const TopoCluster& t, int nChannels);
 
 TopoCluster topoClusterFromString(const std::string& text);
 // Errors carry the path.

@@ -75,11 +75,12 @@ std::vector<HostRingView> hostRingViews(const System& sys, const std::vector<Ran
   for (int c = 0; c < nChannels; ++c) {
     double bw = kLocalBw;
     for (int h : hops[c]) bw = std::min(bw, sys.links[h / 2].bw / load[h]);
+    const double inHost = bw;
     if (hc.nics[c] >= 0) bw = std::min(bw, nicBandwidth(sys, hc.nics[c]) / nicUses[hc.nics[c]]);
     int pos = 0;
     for (int dev : hc.chains[c])
       for (int i : ranksOfDevice[dev]) views[i].pos[c] = static_cast<int16_t>(pos++);
-    for (auto& v : views) v.bw[c] = static_cast<float>(bw);
+    for (auto& v : views) v.bw[c] = static_cast<float>(bw), v.hostBw[c] = static_cast<float>(inHost);
   }
   for (auto& v : views) {
     v.nicBw = slowestNic;
@@ -101,14 +102,18 @@ CommRings composeRings(const std::vector<int>& hostOf, const std::vector<HostRin
   for (int r = 0; r < n; ++r) members[hostOf[r]].push_back(r);
   s.nHosts = static_cast<int>(members.size());
   s.nChannels = nChannels;
-  s.ringBwPerChannel = kLocalBw;
+  s.ringBwPerChannel = s.ringHostBwPerChannel = kLocalBw;
   for (const auto& [h, ranks] : members) {
     s.maxRanksPerHost = std::max(s.maxRanksPerHost, static_cast<int>(ranks.size()));
     const HostRingView& v = views[ranks.front()];
     if (s.nHosts > 1 && v.nicBw > 0) s.interHostBw = s.interHostBw == 0 ? v.nicBw : std::min<double>(s.interHostBw, v.nicBw);
+    if (s.nHosts > 1) s.hostNicBw.push_back(v.nicBw);
     s.intraType = worse(s.intraType, static_cast<PathType>(v.intraType));
     if (s.nHosts > 1) s.nicType = worse(s.nicType, static_cast<PathType>(v.nicType));
-    for (int c = 0; c < nChannels; ++c) s.ringBwPerChannel = std::min<double>(s.ringBwPerChannel, v.bw[c]);
+    for (int c = 0; c < nChannels; ++c) {
+      s.ringBwPerChannel = std::min<double>(s.ringBwPerChannel, v.bw[c]);
+      s.ringHostBwPerChannel = std::min<double>(s.ringHostBwPerChannel, v.hostBw[c]);
+    }
   }
   for (int c = 0; c < nChannels; ++c) {
     std::vector<int> order;

@@ -28,6 +28,7 @@ RankPlace placeRank(const System& sys, int host, int cudaDev, int numa, int loca
 struct HostRingView {
   int16_t pos[kMaxViewChannels] = {};  // this rank's position in its host's chain, per channel
   float bw[kMaxViewChannels] = {};     // the host's predicted GB/s per channel
+  float hostBw[kMaxViewChannels] = {}; // the same inside the host alone (without the NIC's own speed)
   float nicBw = 0;                     // slowest NIC the host's channels use, GB/s (0: none)
   int8_t intraType = 0;                // PathType: worst device-to-device hop in the host
   int8_t nicType = 0;                  // PathType: worst device-to-NIC hop (LOC without NICs)

@@ -12,7 +12,8 @@ namespace weft::topo {
 //  - inter.bandwidthGBs: on several hosts, the NICs the rings use
 //    (slowest NIC x channels), but never more than the rings get in total
 //    (ringBwPerChannel x channels); kept when no NIC is known.
-//  - intra.bandwidthGBs: the rings' total; capped by the measured shared
+//  - intra.bandwidthGBs: the rings' total inside the hosts (their chains and
+//    NIC legs, not the NIC's speed: TopoSummary::ringHostBwPerChannel); capped by the measured shared
 //    memory bandwidth unless the host's paths are GPU peer-to-peer (NVL, PIX,
 //    PXB), because between CPUs every byte goes through host memory.
 //  - latencies, nranks: measured and given.

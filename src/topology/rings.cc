@@ -5,6 +5,7 @@
 #include <map>
 #include <numeric>
 
+#include "src/topology/comm_topo.h"
 #include "src/util/error.h"
 
 namespace weft::topo {
@@ -336,6 +337,20 @@ TopoSummary summarize(const System& sys, const std::vector<RankPlace>& ranks, in
     s.nicType = worse(s.nicType, c.nicType);
     for (int nic : c.nics)
       if (nic >= 0) s.interHostBw = s.interHostBw == 0 ? nicBw(sys, nic) : std::min(s.interHostBw, nicBw(sys, nic));
+    if (s.nHosts > 1) s.hostNicBw.resize(c.nics.size(), 0);
+    for (size_t h = 0; s.nHosts > 1 && h < c.nics.size(); h++)
+      if (const int nic = c.nics[h]; nic >= 0)
+        s.hostNicBw[h] = s.hostNicBw[h] == 0 ? nicBw(sys, nic) : std::min(s.hostNicBw[h], nicBw(sys, nic));
+  }
+  // Inside the hosts alone, as a communicator's views give it (hostRingViews).
+  if (nChannels <= kMaxViewChannels && !rings.channels.empty()) {
+    std::map<int, std::vector<RankPlace>> perHostPlaces;
+    for (const auto& p : ranks) perHostPlaces[p.host].push_back(p);
+    s.ringHostBwPerChannel = kLocalBw;
+    for (const auto& [h, places] : perHostPlaces) {
+      const HostRingView v = hostRingViews(sys, places, nChannels, s.nHosts > 1).front();
+      for (int c = 0; c < nChannels; ++c) s.ringHostBwPerChannel = std::min<double>(s.ringHostBwPerChannel, v.hostBw[c]);
+    }
   }
   return s;
 }

@@ -80,7 +80,11 @@ struct TopoSummary {
   int maxRanksPerHost = 0;
   int nChannels = 0;
   double ringBwPerChannel = 0;  // GB/s
+  // The same inside the hosts alone: the chains and their legs to the NIC,
+  // without the NIC's own speed (that is interHostBw); 0: not known.
+  double ringHostBwPerChannel = 0;
   double interHostBw = 0;       // slowest NIC in use, GB/s (0 on one host)
+  std::vector<double> hostNicBw;  // per host in ring order: its slowest NIC in use, GB/s (empty on one host)
   PathType intraType = PathType::Loc;
   PathType nicType = PathType::Loc;
 };

@@ -205,7 +205,8 @@ TEST(Hierarchical, SelectorPicksItAcrossHostsNotOnOne) {
 // The double tree's chains and host links follow the ring order (the
 // topology's), not rank numbers: with hosts interleaved in rank order and
 // each host's chain given backwards, a chain link joins neighbours of the
-// order, and every channel (its own ring order) still verifies.
+// order (tree 1's backwards from the host's middle rank, wrapping from its
+// first to its last), and every channel (its own ring order) still verifies.
 TEST(DoubleTreeTopologyOrder, ChainsFollowTheRingOrder) {
   const int hosts = 3, perHost = 4, n = hosts * perHost;
   std::vector<int> hostOf(n), order;
@@ -219,7 +220,10 @@ TEST(DoubleTreeTopologyOrder, ChainsFollowTheRingOrder) {
   for (int r = 0; r < n; r++) {
     const int p0 = parents[0][r], p1 = parents[1][r];
     if (p0 >= 0 && hostOf[p0] == hostOf[r]) EXPECT_EQ(pos[p0] + 1, pos[r]) << "tree 0, rank " << r;
-    if (p1 >= 0 && hostOf[p1] == hostOf[r]) EXPECT_EQ(pos[p1] - 1, pos[r]) << "tree 1, rank " << r;
+    if (p1 >= 0 && hostOf[p1] == hostOf[r])
+      EXPECT_EQ((pos[p1] % perHost + perHost - 1) % perHost, pos[r] % perHost) << "tree 1, rank " << r;
+    // Tree 1's head (its parent on another host, or the root) is the middle of its host's block.
+    if (p1 < 0 || hostOf[p1] != hostOf[r]) EXPECT_EQ(pos[r] % perHost, perHost / 2) << "tree 1, rank " << r;
   }
   // The root of tree 0 is the head of the first host in the order.
   EXPECT_EQ(parents[0][order[0]], -1);

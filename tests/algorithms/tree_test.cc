@@ -169,5 +169,25 @@ TEST(DoubleTree, ChainsInsideHostsAndAtMostTwoChildren) {
   EXPECT_EQ(parents[1][0], 1);
 }
 
+// The double tree's busiest host against 2B at the slowest NIC: hosts alike
+// give 1 (a host interior in one tree carries 2B; on 3 hosts 1.5B), two hosts 2 (each a root
+// with one child and a leaf: B), and a slow host that is a leaf in one tree
+// and a root with one child in the other carries B, so it halves its cost;
+// one that is interior in a tree does not.
+TEST(DoubleTree, NetScaleFollowsTheBusiestHost) {
+  EXPECT_DOUBLE_EQ(algo::doubleTreeNetScale({}), 1);
+  EXPECT_DOUBLE_EQ(algo::doubleTreeNetScale({5}), 1);
+  EXPECT_DOUBLE_EQ(algo::doubleTreeNetScale({5, 5}), 2);
+  for (int hosts : {4, 8, 64}) EXPECT_DOUBLE_EQ(algo::doubleTreeNetScale(std::vector<double>(size_t(hosts), 12.5)), 1);
+  // 3 hosts: the busiest carries three halves (1.5B).
+  EXPECT_DOUBLE_EQ(algo::doubleTreeNetScale({12.5, 12.5, 12.5}), 4.0 / 3);
+  // 4 hosts: tree 0 is 0 <- 2 <- {1, 3}, tree 1 is 3 <- 1 <- {2, 0}.
+  EXPECT_DOUBLE_EQ(algo::doubleTreeNetScale({12.5, 12.5, 12.5, 5}), 2.0);   // busiest: host 3 (B / 5) against 2B / 5
+  EXPECT_DOUBLE_EQ(algo::doubleTreeNetScale({5, 12.5, 12.5, 12.5}), 2.0);   // host 0 alike
+  EXPECT_DOUBLE_EQ(algo::doubleTreeNetScale({12.5, 12.5, 5, 12.5}), 1.0);   // host 2 carries 2B
+  // Unknown NICs leave the model as it is.
+  EXPECT_DOUBLE_EQ(algo::doubleTreeNetScale({12.5, 0, 5, 12.5}), 1.0);
+}
+
 }  // namespace
 }  // namespace weft::test

@@ -93,7 +93,11 @@ TEST(CommTopo, ComposedRingsMatchBuildRingsOnEveryFile) {
         EXPECT_EQ(comm.summary.nHosts, direct.nHosts);
         EXPECT_EQ(comm.summary.maxRanksPerHost, direct.maxRanksPerHost);
         EXPECT_NEAR(comm.summary.ringBwPerChannel, direct.ringBwPerChannel, 1e-3);
+        EXPECT_NEAR(comm.summary.ringHostBwPerChannel, direct.ringHostBwPerChannel, 1e-3);
         EXPECT_NEAR(comm.summary.interHostBw, direct.interHostBw, 1e-3);
+        ASSERT_EQ(comm.summary.hostNicBw.size(), direct.hostNicBw.size());
+        for (size_t h = 0; h < direct.hostNicBw.size(); h++)
+          EXPECT_NEAR(comm.summary.hostNicBw[h], direct.hostNicBw[h], 1e-3) << "host " << h;
         EXPECT_EQ(comm.summary.intraType, direct.intraType);
         EXPECT_EQ(comm.summary.nicType, direct.nicType);
       }

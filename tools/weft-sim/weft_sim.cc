@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "algorithms/collectives.h"
+#include "algorithms/double_tree.h"
 #include "algorithms/registry.h"
 #include "algorithms/selector.h"
 #include "src/core/tune_file.h"
@@ -45,6 +46,9 @@ struct Options {
   bool symmetry = true;  // --symmetry off: every rank's every step, always
   int channels = 1;      // the communicator's channels (WEFT_NCHANNELS): the most a call may use
   sim::Cluster cluster;
+  // Per channel, the communicator's ring order on a topology file's cluster
+  // (empty: rank order, as a communicator without a topology has it).
+  std::vector<std::vector<int>> channelOrders;
   std::string algos;  // empty: every algorithm that implements the collective
 };
 
@@ -92,6 +96,8 @@ sim::RunStats simulateCall(const Options& o, algo::AlgoId a, uint64_t count, con
   args.nChannels = shape.nChannels;
   args.geometry.slotBytes = shape.sliceBytes;
   args.hostOf = o.cluster.hostOf;
+  if (!o.channelOrders.empty()) args.order = o.channelOrders[0];
+  args.channelOrders = o.channelOrders;
   sim::CallOptions opts;
   opts.useSymmetry = o.symmetry;
   opts.memo = memo;
@@ -146,6 +152,10 @@ algo::CostInputs costInputs(const Options& o, uint64_t bytes) {
   in.maxChannels = o.channels;
   if (in.nHosts > 1) in.channelBwGBs = std::min(o.simple.nicGBs, o.simple.intraGBs);
   in.nicsPerHost = (K + used - 1) / used;
+  // As the communicator gives it (topo::costInputsFromTopology): hosts in
+  // ring order, each at its slowest NIC.
+  in.treeNetScale = algo::doubleTreeNetScale(
+      o.simple.hostNicGBs.empty() ? std::vector<double>(o.layout.size(), o.simple.nicGBs) : o.simple.hostNicGBs);
   in.hostRanksMin = *std::min_element(o.layout.begin(), o.layout.end());
   in.hostRanksMax = *std::max_element(o.layout.begin(), o.layout.end());
   return in;
@@ -292,6 +302,7 @@ int main(int argc, char** argv) {
     if (!o.topoFile.empty()) {
       const double stepUs = o.simple.stepOverheadUs;  // the command line's wins over the file's
       sim::TopoCluster t = sim::loadTopoCluster(o.topoFile);
+      o.channelOrders = sim::communicatorRingOrders(t, o.channels);
       o.cluster = std::move(t.cluster);
       o.simple = t.summary;
       o.layout = t.layout;
