@@ -203,15 +203,7 @@ class Runner {
   bool advance(ChannelCursor& cur) {
     const Step& st = (*cur.steps)[cur.step];
     const StepFifos& f = cur.fifos[cur.step];
-    if (st.kind != plan::StepKind::Fifo) [[unlikely]] {
-      if (!ctx_.direct) raise(weftInternalError, "rank %d: a direct plan step without peers' buffers", ctx_.rank);
-      DirectSteps direct(*ctx_.direct, op_, elem_, ctx_.rank);
-      uint64_t moved = 0;
-      cur.step = direct.run(*cur.steps, cur.step, ctx_.streamStores, &moved);
-      cur.done = 0;
-      if (ctx_.state && moved) ctx_.state->addBytes(moved);
-      return true;
-    }
+    if (st.kind != plan::StepKind::Fifo) [[unlikely]] return runDirectSteps(cur);
     if (st.count == 0) {
       nextStep(cur);
       return true;
@@ -279,6 +271,18 @@ class Runner {
     cur.done += n;
     if (ctx_.state) ctx_.state->addBytes(bytes);
     if (cur.done >= st.count) nextStep(cur);
+    return true;
+  }
+
+  // Direct and Barrier steps (src/exec/host/direct_steps.h): one, or a
+  // group of them with streaming stores.
+  bool runDirectSteps(ChannelCursor& cur) {
+    if (!ctx_.direct) raise(weftInternalError, "rank %d: a direct plan step without peers' buffers", ctx_.rank);
+    DirectSteps direct(*ctx_.direct, op_, elem_, ctx_.rank);
+    uint64_t moved = 0;
+    cur.step = direct.run(*cur.steps, cur.step, ctx_.streamStores, &moved);
+    cur.done = 0;
+    if (ctx_.state && moved) ctx_.state->addBytes(moved);
     return true;
   }
 
