@@ -426,6 +426,7 @@ int placeOnHosts(weftComm* comm) {
     mode = SpinMode::Auto;
   }
   comm->busyPoll = busyPolls(*mode, local, ncpu);
+  comm->streamMinBytes = uint64_t(std::max<int64_t>(comm->config.get(settings::kStreamMinBytes), 0));
   return static_cast<int>(hosts.size());
 }
 

@@ -90,6 +90,9 @@ struct weftComm {
   // This rank's waits busy-poll at first (WEFT_SPIN; by default when it is
   // not oversubscribed), else they yield soon (rankWaitKnobs).
   bool busyPoll = false;
+  // Host calls whose output has at least this many bytes write it with
+  // non-temporal stores (WEFT_STREAM_MIN_BYTES; 0: never).
+  uint64_t streamMinBytes = 0;
 
   // From the topology (src/topology/comm_topo.h), identical on every rank:
   // the ring order per channel (host-contiguous, devices ordered by their

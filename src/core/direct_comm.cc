@@ -1,6 +1,7 @@
 #include "src/core/direct_comm.h"
 
 #include <sys/random.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstdio>
@@ -35,13 +36,17 @@ namespace {
 
 constexpr const char* kRegionPrefix = "/weft-dr-";
 
+// Random per process, and mixed with the pid on every call: a child forked
+// after its parent used weft inherits the parent's random value, and must
+// not pass for the parent (it would read peers' buffers at the parent's
+// addresses).
 uint64_t processId() {
   static const uint64_t id = [] {
     uint64_t v = 0;
     if (getrandom(&v, sizeof(v), 0) != sizeof(v)) raiseErrno("getrandom");
-    return v | 1;
+    return v;
   }();
-  return id;
+  return (id ^ (uint64_t(getpid()) * 0x9E3779B97F4A7C15ull)) | 1;
 }
 
 // What each rank publishes at set-up: its region's name (empty: no direct
@@ -81,6 +86,10 @@ DirectComm::~DirectComm() = default;
 
 bool DirectComm::candidate(const OpDesc& op) const {
   if (op.device || op.wire != plan::Wire::Native || !algo::directSupports(op.coll)) return false;
+  // PreMulSum scales each rank's input by that rank's own scalar, and a
+  // direct plan reduces every rank's input here with this rank's: the FIFO
+  // path (each rank scales what it sends) stays right.
+  if (op.op.kind == kernels::OpKind::PreMulSum) return false;
   return plan::largestBufferElems(op.coll, op.count, comm_->nranks) * kernels::typeSize(op.type) >= minBytes_;
 }
 

@@ -53,6 +53,12 @@ HostExecContext execContext(weftComm_t comm) {
   return ctx;
 }
 
+// Whether op's output is large enough to bypass the caches on its way out
+// (HostExecContext::streamStores): host buffers only.
+bool streamsOutput(weftComm_t comm, const OpDesc& op) {
+  return comm->streamMinBytes > 0 && !op.device && recvBytesOf(op, comm->nranks) >= comm->streamMinBytes;
+}
+
 // Keeps the communicator's CallState true for the diagnosis: which
 // operation this rank is in, and how it ended.
 class CallScope {
@@ -78,7 +84,7 @@ class CallScope {
 };
 
 void runConnected(weftComm_t comm, const plan::Plan& p, std::span<const BufferBinding> bindings,
-                  const kernels::RedOp& op) {
+                  const kernels::RedOp& op, bool streamStores = false) {
   if (p.scratchElems) {
     size_t bytes = p.scratchElems * p.elemSize;
     if (comm->scratch.size() < bytes) comm->scratch.resize(bytes);
@@ -87,14 +93,16 @@ void runConnected(weftComm_t comm, const plan::Plan& p, std::span<const BufferBi
   Connections* conns = comm->connections.get();
   fifos.send = [conns](int peer, int conn) { return conns->send(peer, conn); };
   fifos.recv = [conns](int peer, int conn) { return conns->recv(peer, conn); };
-  runHostPlan(p, bindings, comm->scratch.data(), op, fifos, execContext(comm));
+  HostExecContext ctx = execContext(comm);
+  ctx.streamStores = streamStores;
+  runHostPlan(p, bindings, comm->scratch.data(), op, fifos, ctx);
 }
 
 // A host AllToAll keeps at most WEFT_ALLTOALL_MAX_PEERS peers connected
 // (0: every peer, for good), running in batches past it
 // (src/core/alltoall_batches.h).
 void execute(weftComm_t comm, const plan::Plan& p, std::span<const BufferBinding> bindings,
-             const kernels::RedOp& op) {
+             const kernels::RedOp& op, bool streamStores = false) {
   if (p.coll == plan::Coll::AllToAll && p.channels.size() == 2 * size_t(p.nranks - 1) + 1) {
     const int64_t maxPeers = comm->config.get(settings::kAllToAllMaxPeers);
     if (maxPeers > 0) {
@@ -104,7 +112,7 @@ void execute(weftComm_t comm, const plan::Plan& p, std::span<const BufferBinding
     }
   }
   comm->connections->ensure(p);
-  runConnected(comm, p, bindings, op);
+  runConnected(comm, p, bindings, op, streamStores);
 }
 
 // Device kernels run after the call returns, so their connections cannot
@@ -236,6 +244,7 @@ bool runDirectIfAgreed(weftComm_t comm, const OpDesc& op, TracedCall* traced) {
             kernels::typeName(op.type), static_cast<int>(op.op.kind), algo::kDirectName, p->stepCount());
   HostExecContext ctx = execContext(comm);
   ctx.direct = comm->direct.get();
+  ctx.streamStores = streamsOutput(comm, op);
   BufferBinding b{op.send, op.recv};
   runHostPlan(*p, {&b, 1}, nullptr, op.op, FifoLookup{}, ctx);
   *traced = {algo::kDirectName, algo::kDirectName, 1, p->stepCount()};
@@ -317,7 +326,7 @@ TracedCall runCollective(weftComm_t comm, const OpDesc& op) {
     memcpy(comm->inPlaceStage.data(), op.send, bytes);
     b.send = comm->inPlaceStage.data();
   }
-  execute(comm, *p, {&b, 1}, op.op);
+  execute(comm, *p, {&b, 1}, op.op, streamsOutput(comm, op));
   return traced;
 }
 

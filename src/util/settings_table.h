@@ -73,6 +73,8 @@ WEFT_SETTING(kDirect, "WEFT_DIRECT", Bool, "1", Comm,
              "single-copy collectives on registered buffers of ranks on one host")
 WEFT_SETTING(kDirectMinBytes, "WEFT_DIRECT_MIN_BYTES", Int, "256K", Comm,
              "smallest call (nccl-tests bytes) that runs single-copy on registered buffers")
+WEFT_SETTING(kStreamMinBytes, "WEFT_STREAM_MIN_BYTES", Int, "16M", Comm,
+             "smallest host call (bytes of its output) written with non-temporal stores; 0: never")
 WEFT_SETTING(kNChannels, "WEFT_NCHANNELS", Int, "1", Comm, "channels per communicator")
 WEFT_SETTING_NCCL(kMinChannels, "WEFT_MIN_NCHANNELS", "NCCL_MIN_NCHANNELS", Int, nullptr, Comm,
                   "raise the channel count to at least this (config minCTAs wins)")

@@ -56,6 +56,53 @@ std::vector<unsigned char> inputOf(const Scenario& s, int rank, int n) {
   return buf;
 }
 
+
+// A weftMemAlloc copy of a test buffer, registered with comm while it lives.
+class RegisteredCopy {
+ public:
+  RegisteredCopy(weftComm_t comm, const std::vector<unsigned char>& from, bool on) : comm_(comm) {
+    if (!on) return;
+    bytes_ = std::max<size_t>(from.size(), 1);
+    if (weftMemAlloc(&mem_, bytes_) != weftSuccess) return;
+    if (!from.empty()) memcpy(mem_, from.data(), from.size());
+    if (weftCommRegister(comm, mem_, bytes_, &handle_) != weftSuccess) handle_ = nullptr;
+  }
+  ~RegisteredCopy() {
+    if (handle_) weftCommDeregister(comm_, handle_);
+    if (mem_) weftMemFree(mem_);
+  }
+  RegisteredCopy(const RegisteredCopy&) = delete;
+  RegisteredCopy& operator=(const RegisteredCopy&) = delete;
+  bool ok() const { return handle_ != nullptr; }
+  unsigned char* data() const { return static_cast<unsigned char*>(mem_); }
+  void copyBack(std::vector<unsigned char>& to) const {
+    if (mem_ && !to.empty()) memcpy(to.data(), mem_, to.size());
+  }
+
+ private:
+  weftComm_t comm_;
+  void* mem_ = nullptr;
+  void* handle_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+// p (inside sendBuf or recvBuf) as the same place in the registered copies.
+const void* rebase(const void* p, const std::vector<unsigned char>& sendBuf, const RegisteredCopy& regSend,
+                   const std::vector<unsigned char>& recvBuf, const RegisteredCopy& regRecv) {
+  const auto* c = static_cast<const unsigned char*>(p);
+  if (!recvBuf.empty() && c >= recvBuf.data() && c <= recvBuf.data() + recvBuf.size())
+    return regRecv.data() + (c - recvBuf.data());
+  if (!sendBuf.empty() && c >= sendBuf.data() && c <= sendBuf.data() + sendBuf.size())
+    return regSend.data() + (c - sendBuf.data());
+  return p;
+}
+
+weftResult_t callCollective(weftComm_t comm, int rank, int n, const Scenario& s, const void* send, void* recv,
+                            weftRedOp_t op);
+std::string checkOutput(const Scenario& s, int rank, int n, const Inputs& inputs,
+                        const std::vector<unsigned char>& recvBuf, const void* recv, const std::vector<double>& scaleD,
+                        const std::vector<uint64_t>& scaleB);
+
 }  // namespace
 
 Inputs makeInputs(const Scenario& s, int n) {
@@ -121,6 +168,13 @@ std::string runAndCheck(weftComm_t comm, int rank, int n, const Scenario& s, con
     }
   }
 
+  // Registered: the call runs on weftMemAlloc copies of the same buffers,
+  // and the receive buffer is copied back for the checks below.
+  RegisteredCopy regSend(comm, sendBuf, s.registered), regRecv(comm, recvBuf, s.registered);
+  const void* callSend = s.registered ? rebase(send, sendBuf, regSend, recvBuf, regRecv) : send;
+  void* callRecv = s.registered ? const_cast<void*>(rebase(recv, sendBuf, regSend, recvBuf, regRecv)) : recv;
+  if (s.registered && (!regSend.ok() || !regRecv.ok())) return s.describe() + ": weftMemAlloc/weftCommRegister failed";
+
   weftRedOp_t op = s.op;
   unsigned char scalar[8];
   std::vector<double> scaleD(n);
@@ -132,6 +186,19 @@ std::string runAndCheck(weftComm_t comm, int rank, int n, const Scenario& s, con
     if (rc != weftSuccess) return std::string("weftRedOpCreatePreMulSum: ") + weftGetErrorString(rc);
   }
 
+  weftResult_t rc = callCollective(comm, rank, n, s, callSend, callRecv, op);
+  if (rc == weftSuccess && s.stream) rc = weftHostStreamSynchronize(s.stream);
+  if (s.registered) regRecv.copyBack(recvBuf);
+  if (s.op == kPreMulSum) weftRedOpDestroy(op, comm);
+  if (rc != weftSuccess)
+    return s.describe() + ": returned " + weftGetErrorString(rc) + " (" + weftGetLastError(comm) + ")";
+  return checkOutput(s, rank, n, inputs, recvBuf, recv, scaleD, scaleB);
+}
+
+namespace {
+
+weftResult_t callCollective(weftComm_t comm, int rank, int n, const Scenario& s, const void* send, void* recv,
+                            weftRedOp_t op) {
   weftResult_t rc = weftSuccess;
   switch (s.coll) {
     case CollKind::AllReduce: rc = weftAllReduce(send, recv, s.count, s.type, op, comm, s.stream); break;
@@ -147,10 +214,13 @@ std::string runAndCheck(weftComm_t comm, int rank, int n, const Scenario& s, con
       rc = weftGroupEnd();
       break;
   }
-  if (rc == weftSuccess && s.stream) rc = weftHostStreamSynchronize(s.stream);
-  if (s.op == kPreMulSum) weftRedOpDestroy(op, comm);
-  if (rc != weftSuccess)
-    return s.describe() + ": returned " + weftGetErrorString(rc) + " (" + weftGetLastError(comm) + ")";
+  return rc;
+}
+
+std::string checkOutput(const Scenario& s, int rank, int n, const Inputs& inputs,
+                        const std::vector<unsigned char>& recvBuf, const void* recv, const std::vector<double>& scaleD,
+                        const std::vector<uint64_t>& scaleB) {
+  const size_t es = typeBytes(s.type);
 
   // Expected output of this rank: for each output element, which input
   // elements (rank, index) it reduces or copies.
@@ -235,4 +305,5 @@ std::string runAndCheck(weftComm_t comm, int rank, int n, const Scenario& s, con
          std::to_string(nErrors) + " wrong\n" + errors.str();
 }
 
+}  // namespace
 }  // namespace weft::test

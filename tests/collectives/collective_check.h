@@ -24,6 +24,9 @@ struct Scenario {
   int root = 0;
   uint64_t seed = 1;
   weftStream_t stream = nullptr;  // NULL or a host stream
+  // Buffers from weftMemAlloc, registered with the communicator for the call
+  // (the single-copy path where every rank's are).
+  bool registered = false;
   std::string describe() const;
 };
 

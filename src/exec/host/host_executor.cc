@@ -1,5 +1,6 @@
 #include "src/exec/host/host_executor.h"
 #include "src/exec/host/step_trace.h"
+#include "src/exec/host/direct_steps.h"
 
 #include <algorithm>
 #include <cstring>
@@ -7,6 +8,7 @@
 
 #include "src/core/call_state.h"
 #include "src/kernels/convert.h"
+#include "src/kernels/streaming.h"
 #include "src/util/clock.h"
 #include "src/util/error.h"
 #include "src/util/log.h"
@@ -201,11 +203,7 @@ class Runner {
   bool advance(ChannelCursor& cur) {
     const Step& st = (*cur.steps)[cur.step];
     const StepFifos& f = cur.fifos[cur.step];
-    if (st.kind != plan::StepKind::Fifo) [[unlikely]] {
-      runDirect(st);
-      nextStep(cur);
-      return true;
-    }
+    if (st.kind != plan::StepKind::Fifo) [[unlikely]] return runDirectSteps(cur);
     if (st.count == 0) {
       nextStep(cur);
       return true;
@@ -276,36 +274,16 @@ class Runner {
     return true;
   }
 
-  // A Direct step in one go, straight between ranks' buffers; a Barrier
-  // waits for every rank (plan::StepKind).
-  void runDirect(const Step& st) {
-    DirectAccess* d = ctx_.direct;
-    if (!d) raise(weftInternalError, "rank %d: a direct plan step without peers' buffers", ctx_.rank);
-    if (st.kind == plan::StepKind::Barrier) return d->barrier();
-    if (st.count == 0) return;
-    auto at = [&](int rank, Buf b, uint64_t off) -> char* {
-      if (rank < 0 || size_t(rank) >= d->buffers.size() || (b != Buf::Send && b != Buf::Recv))
-        raise(weftInternalError, "rank %d: bad direct step %s", ctx_.rank, plan::describe(st).c_str());
-      const BufferBinding& bb = d->buffers[size_t(rank)];
-      return static_cast<char*>(b == Buf::Send ? const_cast<void*>(bb.send) : bb.recv) + off * elem_;
-    };
-    char* dst = at(st.dstRank, st.dst, st.dstOff);
-    const bool accumulate = st.srcRank[0] < 0;
-    const char* a = accumulate ? dst : at(st.srcRank[0], st.src, st.srcOff);
-    const char* b = st.srcRank[1] >= 0 ? at(st.srcRank[1], st.src, st.srcOff) : nullptr;
-    const unsigned pre = (st.flags & plan::kPreOp) ? unsigned(kernels::kApplyPre) : 0u;
-    const unsigned post = (st.flags & plan::kPostOp) ? unsigned(kernels::kApplyPost) : 0u;
-    const unsigned preA = accumulate ? 0 : pre;
-    if (!b) {
-      if (a != dst || preA || post) kernels::transform(dst, a, st.count, op_, preA | post);
-    } else if (preA && op_.kind == kernels::OpKind::PreMulSum) {
-      // reduce() pre-scales its second input only.
-      kernels::transform(dst, a, st.count, op_, kernels::kApplyPre);
-      kernels::reduce(dst, dst, b, st.count, op_, pre | post);
-    } else {
-      kernels::reduce(dst, a, b, st.count, op_, pre | post);
-    }
-    if (ctx_.state) ctx_.state->addBytes(st.count * elem_);
+  // Direct and Barrier steps (src/exec/host/direct_steps.h): one, or a
+  // group of them with streaming stores.
+  bool runDirectSteps(ChannelCursor& cur) {
+    if (!ctx_.direct) raise(weftInternalError, "rank %d: a direct plan step without peers' buffers", ctx_.rank);
+    DirectSteps direct(*ctx_.direct, op_, elem_, ctx_.rank);
+    uint64_t moved = 0;
+    cur.step = direct.run(*cur.steps, cur.step, ctx_.streamStores, &moved);
+    cur.done = 0;
+    if (ctx_.state && moved) ctx_.state->addBytes(moved);
+    return true;
   }
 
   // The inner poll loop with tracing on: times each piece and each wait,
@@ -358,10 +336,30 @@ class Runner {
     // The first output receives the result; the others are copies of it.
     void* first = st.nSend ? out[0] : dst;
     if (!first) raise(weftInternalError, "rank %d: plan step has no output: %s", ctx_.rank, plan::describe(st).c_str());
+    if (ctx_.streamStores && !st.nSend && st.nRecv < 2) return reduceStreaming(dst, st, in, local, n);
     reduceInto(first, st, in, local, n);
     const size_t bytes = n * elem_;
-    if (st.nSend && dst && dst != first) memcpy(dst, first, bytes);
+    if (st.nSend && dst && dst != first) {
+      if (ctx_.streamStores) kernels::copyStreaming(dst, first, bytes);
+      else memcpy(dst, first, bytes);
+    }
     for (int i = 1; i < st.nSend; i++) memcpy(out[i], first, bytes);
+  }
+
+  // reduceInto for a step whose one output is the caller's buffer, written
+  // with streaming stores (HostExecContext::streamStores).
+  void reduceStreaming(char* dst, const Step& st, const void* const in[2], const char* local, uint64_t n) {
+    const unsigned pre = (st.flags & plan::kPreOp) ? unsigned(kernels::kApplyPre) : 0u;
+    const unsigned post = (st.flags & plan::kPostOp) ? unsigned(kernels::kApplyPost) : 0u;
+    void* const outs[1] = {dst};
+    if (st.nRecv == 0) {
+      if (!local) raise(weftInternalError, "rank %d: plan step has no input: %s", ctx_.rank, plan::describe(st).c_str());
+      kernels::transformStreaming(outs, 1, local, n, op_, pre | post);
+    } else if (local) {
+      kernels::reduceStreaming(outs, 1, in[0], local, n, op_, pre | post);
+    } else {
+      kernels::transformStreaming(outs, 1, in[0], n, op_, post);
+    }
   }
 
   // A narrow wire format (plan::Wire): the received pieces are decoded to

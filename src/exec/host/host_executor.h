@@ -69,6 +69,10 @@ struct HostExecContext {
   std::function<std::string()> explainTimeout;
   // Plans with Direct or Barrier steps only (algorithms/direct.h).
   DirectAccess* direct = nullptr;
+  // The call's outputs are larger than the caches (WEFT_STREAM_MIN_BYTES):
+  // what lands in the caller's buffers is written with non-temporal stores
+  // (src/kernels/streaming.h), which skip reading each line before writing it.
+  bool streamStores = false;
 };
 
 // Runs `plan` to completion or throws weft::Error.
