@@ -7,8 +7,10 @@
 // called before the connectSend that waits for it. The sending half waits
 // for that message, connects the sockets and proves the secret on each.
 #include <cstring>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <tuple>
 
 #include "src/bootstrap/handshake.h"
 #include "src/util/error.h"
@@ -58,6 +60,61 @@ SocketConnection::Params baseParams(ConnectContext& ctx, int peer, uint64_t tag,
   return p;
 }
 
+// The live connection ends of one rank, by direction, peer and the
+// edge's tag without its sender and receiver (the same for both directions
+// of an edge): a receiving end made while a sending end to the same peer
+// lives shares that end's sockets. Held by the transport and by every end
+// (which leaves it on destruction), so neither outlives the other's use.
+class LiveEnds {
+ public:
+  using Key = std::tuple<SocketConnection::Side, int, uint64_t>;
+  static Key key(SocketConnection::Side side, int peer, uint64_t tag) {
+    return {side, peer, tag & ~((uint64_t(1) << 44) - 1)};
+  }
+  // Duplicates of the sockets of the live end at `k`; empty, with *why
+  // set, when there is none or it cannot lend them. `once`: an end lends
+  // its sockets to one other end in its life, so the direction it does not
+  // use carries one stream only (a second one would start behind the
+  // first one's unread close marker).
+  std::vector<Socket> sockets(const Key& k, uint32_t nSockets, bool once, Deadline deadline, std::string* why) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = live_.find(k);
+    if (it == live_.end()) {
+      *why = "no such connection";
+      return {};
+    }
+    Entry& e = it->second;
+    if (e.conn->socketCount() != nSockets) {
+      *why = std::to_string(e.conn->socketCount()) + " sockets, not " + std::to_string(nSockets);
+      return {};
+    }
+    if (once && e.lent) {
+      *why = "its sockets were lent before";
+      return {};
+    }
+    std::vector<Socket> out = e.conn->duplicateSockets(deadline, why);
+    if (!out.empty()) e.lent = true;
+    return out;
+  }
+  void add(const Key& k, SocketConnection* c) {
+    std::lock_guard<std::mutex> lock(mu_);
+    live_[k] = Entry{c, false};
+  }
+  void remove(const Key& k, SocketConnection* c) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = live_.find(k);
+    if (it != live_.end() && it->second.conn == c) live_.erase(it);
+  }
+
+ private:
+  struct Entry {
+    SocketConnection* conn;
+    bool lent;
+  };
+  std::mutex mu_;
+  std::map<Key, Entry> live_;
+};
+
 class SocketTransport final : public Transport {
  public:
   const char* name() const override { return "Socket"; }
@@ -92,6 +149,8 @@ class SocketTransport final : public Transport {
   bool canConnect(const ConnectContext&, int, std::string*) const override { return true; }
 
   std::unique_ptr<Connection> connectRecv(ConnectContext& ctx, int peer, uint64_t tag) override {
+    if (settings::get(settings::kSocketBidir) != 0)
+      if (auto conn = recvOnOwnSockets(ctx, peer, tag)) return conn;
     NetInterface nic = chooseInterface();
     SocketAddress bound;
     Socket listener = listenOn(nic.addr, &bound, 64);
@@ -106,7 +165,7 @@ class SocketTransport final : public Transport {
     info.nonce = p.nonce;
     // The connection (and its accepting proxy) exists before the sender
     // learns where to connect.
-    auto conn = std::make_unique<SocketConnection>(std::move(p), std::vector<Socket>{}, std::move(listener));
+    auto conn = made(std::move(p), std::vector<Socket>{}, std::move(listener));
     ctx.bootstrap->send(peer, tag, &info, sizeof(info));
     WEFT_INFO(kNet, "NET/Socket/%s: rank %d receives from rank %d on %s (%u sockets, tag %lu)", nic.name.c_str(),
               ctx.rank, peer, bound.str().c_str(), info.nSockets, static_cast<unsigned long>(tag));
@@ -121,6 +180,7 @@ class SocketTransport final : public Transport {
             bad.c_str(), info.nSockets, info.addr.str().c_str());
     NetInterface nic = chooseInterface();
     Deadline deadline = Deadline::after(ctx.timeoutMs);
+    if (info.reverse) return sendOnPeerSockets(ctx, peer, tag, info, nic, deadline);
     StopFlags stop{ctx.abortFlag, nullptr};
     std::string what = "rank " + std::to_string(peer) + " at " + info.addr.str();
     std::vector<Socket> sockets;
@@ -146,10 +206,67 @@ class SocketTransport final : public Transport {
     p.nonce = info.nonce;
     WEFT_INFO(kNet, "NET/Socket/%s: rank %d sends to %s (%u sockets, tag %lu)", nic.name.c_str(), ctx.rank,
               what.c_str(), info.nSockets, static_cast<unsigned long>(tag));
-    return std::make_unique<SocketConnection>(std::move(p), std::move(sockets), Socket());
+    return made(std::move(p), std::move(sockets), Socket());
   }
 
  private:
+  // Makes an end and keeps it in live_ while it exists.
+  std::unique_ptr<SocketConnection> made(SocketConnection::Params p, std::vector<Socket> sockets, Socket listener) {
+    const LiveEnds::Key k = LiveEnds::key(p.side, p.peer, p.tag);
+    auto holder = std::make_shared<SocketConnection*>(nullptr);
+    p.onDestroy = [live = live_, k, holder] { live->remove(k, *holder); };
+    auto conn = std::make_unique<SocketConnection>(std::move(p), std::move(sockets), std::move(listener));
+    *holder = conn.get();
+    live_->add(k, conn.get());
+    return conn;
+  }
+
+  // The receiving end of an edge whose other direction this rank already
+  // sends on: it reads the sending end's sockets, and the sender is told
+  // to write into the ones it accepted (ConnectInfo::reverse). Null when
+  // there is no such sending end.
+  std::unique_ptr<Connection> recvOnOwnSockets(ConnectContext& ctx, int peer, uint64_t tag) {
+    const uint32_t n = socketCount();
+    std::string why;
+    std::vector<Socket> sockets =
+        live_->sockets(LiveEnds::key(SocketConnection::Side::Send, peer, tag), n, true, Deadline::after(0), &why);
+    if (sockets.empty()) return nullptr;
+    NetInterface nic = chooseInterface();
+    auto p = baseParams(ctx, peer, tag, SocketConnection::Side::Recv, nic.name);
+    p.service = service(ctx, SocketConnection::Side::Recv);
+    p.nSockets = n;
+    ConnectInfo info;
+    memset(&info, 0, sizeof(info));
+    info.nSockets = n;
+    info.reverse = 1;
+    auto conn = made(std::move(p), std::move(sockets), Socket());
+    ctx.bootstrap->send(peer, tag, &info, sizeof(info));
+    WEFT_INFO(kNet, "NET/Socket/%s: rank %d receives from rank %d on its own %u sockets to it (tag %lu)",
+              nic.name.c_str(), ctx.rank, peer, n, static_cast<unsigned long>(tag));
+    return conn;
+  }
+
+  // The sending end told to write into the sockets that this rank's
+  // receiving end from the same peer accepted.
+  std::unique_ptr<Connection> sendOnPeerSockets(ConnectContext& ctx, int peer, uint64_t tag, const ConnectInfo& info,
+                                                const NetInterface& nic, Deadline deadline) {
+    std::string why;
+    std::vector<Socket> sockets =
+        live_->sockets(LiveEnds::key(SocketConnection::Side::Recv, peer, tag), info.nSockets, false, deadline, &why);
+    if (sockets.empty())
+      raise(weftInternalError,
+            "NET/Socket: rank %d asked rank %d to send on the sockets it receives from it, but that connection "
+            "cannot lend them (%s)",
+            peer, ctx.rank, why.c_str());
+    auto p = baseParams(ctx, peer, tag, SocketConnection::Side::Send, nic.name);
+    p.service = service(ctx, SocketConnection::Side::Send);
+    p.nSockets = info.nSockets;
+    WEFT_INFO(kNet, "NET/Socket/%s: rank %d sends to rank %d on the %u sockets it receives from it on (tag %lu)",
+              nic.name.c_str(), ctx.rank, peer, info.nSockets, static_cast<unsigned long>(tag));
+    return made(std::move(p), std::move(sockets), Socket());
+  }
+
+  std::shared_ptr<LiveEnds> live_ = std::make_shared<LiveEnds>();
   std::mutex serviceMu_;
   std::weak_ptr<ProxyService> sendService_, recvService_;
 };

@@ -9,15 +9,21 @@
 namespace weft::socket_wire {
 
 constexpr uint32_t kHelloMagic = 0x57465348;  // "WFSH"
-constexpr uint32_t kVersion = 4;
+constexpr uint32_t kVersion = 5;
 constexpr uint32_t kMaxSockets = 16;
 
 // Receiver -> sender over the bootstrap: where to connect, and the nonce that
 // ties the sockets to this one edge (a late socket of an earlier edge with
 // the same secret is told apart).
+// With `reverse` set the receiver listens nowhere: the sender is to write
+// into the sockets that the receiver's own sending end to it connected
+// (its receiving end from the receiver accepted them), so each TCP
+// connection carries both directions and acknowledgements ride on data
+// instead of travelling as segments of their own.
 struct ConnectInfo {
   SocketAddress addr;
   uint32_t nSockets;
+  uint32_t reverse;
   uint64_t nonce;
 };
 
@@ -37,7 +43,8 @@ struct SocketHello {
 inline std::string connectInfoProblem(const ConnectInfo& info) {
   if (info.nSockets < 1 || info.nSockets > kMaxSockets)
     return std::to_string(info.nSockets) + " sockets (1 to " + std::to_string(kMaxSockets) + ")";
-  if (info.addr.empty()) return "no address";
+  if (info.reverse > 1) return "bad reverse flag " + std::to_string(info.reverse);
+  if (!info.reverse && info.addr.empty()) return "no address";
   return std::string();
 }
 
