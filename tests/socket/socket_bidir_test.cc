@@ -1,10 +1,11 @@
 // A socket-transport receiving end made while its rank already sends to the
-// same peer reads that sending end's sockets, and the peer writes into the
-// ones it accepted (WEFT_SOCKET_BIDIR): one TCP connection per socket
-// carries both directions. Thread ranks over sockets alone (shared memory
-// off), 2 to 4 of them, run every collective in and out of place at odd
-// counts with and without it, each output checked against the float64 /
-// exact reference with poisoned buffers around it
+// same peer reads socket 0 of that sending end, and the peer writes into
+// the one it accepted (WEFT_SOCKET_BIDIR): socket 0, which carries every
+// small message, is one TCP connection for both directions. Thread ranks
+// over sockets alone (shared memory off), 2 to 4 of them, run every
+// collective in and out of place at odd counts with and without it and
+// with 1 to 3 sockets per connection, each output checked against the
+// float64 / exact reference with poisoned buffers around it
 // (tests/collectives/collective_check.h); the sockets are counted to show
 // that the sharing happens, and AllToAll batches that close and reopen
 // connections show that a reopened end does not read a stream its
@@ -66,7 +67,8 @@ class SocketBidir : public ::testing::TestWithParam<int> {
     setenv("WEFT_TIMEOUT_MS", "60000", 1);
   }
   void TearDown() override {
-    for (const char* v : {"WEFT_SHM_DISABLE", "WEFT_SOCKET_BIDIR", "WEFT_ALLTOALL_MAX_PEERS", "WEFT_NCHANNELS"})
+    for (const char* v :
+         {"WEFT_SHM_DISABLE", "WEFT_SOCKET_BIDIR", "WEFT_ALLTOALL_MAX_PEERS", "WEFT_NCHANNELS", "WEFT_SOCKET_NSOCKS"})
       unsetenv(v);
   }
 
@@ -105,29 +107,48 @@ TEST_P(SocketBidir, EveryCollectiveWithAndWithoutSharing) {
   }
 }
 
+// One socket per connection (wholly shared) and three (socket 0 shared,
+// the others per direction), in place and out of place.
+TEST_P(SocketBidir, OneAndThreeSocketsPerConnection) {
+  setenv("WEFT_SOCKET_BIDIR", "1", 1);
+  for (const char* nsocks : {"1", "3"}) {
+    setenv("WEFT_SOCKET_NSOCKS", nsocks, 1);
+    SCOPED_TRACE(std::string("WEFT_SOCKET_NSOCKS=") + nsocks);
+    ThreadRanks ranks(GetParam());
+    ASSERT_EQ(ranks.status(), weftSuccess);
+    runAll(ranks, {7, 65537, 400003}, 800);
+  }
+}
+
 // A 2-rank AllReduce connects both directions between the pair: shared,
-// that is half the sockets for them.
-TEST_P(SocketBidir, SharingHalvesTheDataSockets) {
+// their socket 0 is one TCP connection instead of two, whatever the number
+// of sockets per connection.
+TEST_P(SocketBidir, SharingSavesOneConnectionPerPair) {
   if (GetParam() != 2) GTEST_SKIP() << "counted on 2 ranks";
   setenv("WEFT_NCHANNELS", "1", 1);
-  size_t open[2] = {0, 0};
-  for (int bidir = 0; bidir < 2; ++bidir) {
-    setenv("WEFT_SOCKET_BIDIR", bidir ? "1" : "0", 1);
-    const size_t before = socketsOpen();
-    ThreadRanks ranks(2);
-    ASSERT_EQ(ranks.status(), weftSuccess);
-    Scenario s;
-    s.count = 300001;
-    Inputs in = makeInputs(s, 2);
-    ASSERT_EQ(ranks.run([&](int r) { return runAndCheck(ranks.comm(r), r, 2, s, &in); }), "");
-    const size_t after = socketsOpen();
-    ASSERT_GE(after, before);
-    open[bidir] = after - before;  // the bootstrap's sockets and the data sockets
+  for (const char* nsocks : {"1", "2", "3"}) {
+    setenv("WEFT_SOCKET_NSOCKS", nsocks, 1);
+    SCOPED_TRACE(std::string("WEFT_SOCKET_NSOCKS=") + nsocks);
+    size_t open[2] = {0, 0};
+    for (int bidir = 0; bidir < 2; ++bidir) {
+      setenv("WEFT_SOCKET_BIDIR", bidir ? "1" : "0", 1);
+      const size_t before = socketsOpen();
+      ThreadRanks ranks(2);
+      ASSERT_EQ(ranks.status(), weftSuccess);
+      Scenario s;
+      s.count = 300001;
+      s.seed = 11;
+      Inputs in = makeInputs(s, 2);
+      ASSERT_EQ(ranks.run([&](int r) { return runAndCheck(ranks.comm(r), r, 2, s, &in); }), "");
+      const size_t after = socketsOpen();
+      ASSERT_GE(after, before);
+      open[bidir] = after - before;  // the bootstrap's sockets and the data sockets
+    }
+    // Both ends of every connection are in this process: one connection
+    // fewer is two sockets fewer; the bootstrap's are the same in both runs.
+    EXPECT_EQ(open[0] - open[1], 2u) << "apart " << open[0] << ", shared " << open[1];
   }
-  // Two directions of 2 sockets each, both ends in this process: 8 data
-  // sockets apart, 4 shared; the bootstrap's are the same in both runs.
-  EXPECT_GT(open[0], open[1]);
-  EXPECT_EQ(open[0] - open[1], 4u) << "apart " << open[0] << ", shared " << open[1];
+  unsetenv("WEFT_SOCKET_NSOCKS");
 }
 
 // AllToAll batches of one peer close and reopen connections between calls:

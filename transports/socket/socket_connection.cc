@@ -82,46 +82,37 @@ SocketConnection::SocketConnection(Params params, std::vector<Socket> sockets, S
   } else {
     recvCursors_.resize(p_.nSockets);
     recvSlots_.resize(p_.geometry.nSlots);
-    if (!sockets_.empty()) {
-      // The sockets of this rank's sending end to the same peer, read in
-      // their other direction: connected and authenticated already.
-      if (sockets_.size() != p_.nSockets)
-        raise(weftInternalError, "socket transport: %zu shared sockets for a %u-socket connection", sockets_.size(),
-              p_.nSockets);
-      ready_.store(true);
-    } else {
-      sockets_.resize(p_.nSockets);
-      acceptDeadline_ = Deadline::after(p_.acceptTimeoutMs);
-    }
+    // Given one socket: socket 0 of this rank's sending end to the same
+    // peer, read in its other direction (connected and authenticated
+    // already); the listener accepts the others.
+    if (sockets_.size() > 1)
+      raise(weftInternalError, "socket transport: %zu sockets given to a receiving end", sockets_.size());
+    arrived_ = static_cast<uint32_t>(sockets_.size());
+    sockets_.resize(p_.nSockets);
+    if (arrived_ == p_.nSockets) ready_.store(true);
+    else acceptDeadline_ = Deadline::after(p_.acceptTimeoutMs);
   }
   service_->add(this);
 }
 
-std::vector<Socket> SocketConnection::duplicateSockets(Deadline deadline, std::string* why) {
+Socket SocketConnection::duplicateFirstSocket(Deadline deadline, std::string* why) {
   // A receiving end accepts in the background: wait (bounded) until every
   // socket has arrived. Nothing writes sockets_ once ready_ is set.
   while (!ready_.load(std::memory_order_acquire)) {
     if (failed_.load() || halted()) {
       *why = "its receiving end failed before all of its sockets arrived";
-      return {};
+      return Socket();
     }
     if (deadline.passed()) {
       *why = "its receiving end did not get all of its sockets in time";
-      return {};
+      return Socket();
     }
     pollfd none{-1, 0, 0};
     ::poll(&none, 0, 1);
   }
-  std::vector<Socket> out;
-  for (const Socket& s : sockets_) {
-    Socket d(::fcntl(s.fd(), F_DUPFD_CLOEXEC, 0));
-    if (!d.valid()) {
-      *why = std::string("dup: ") + strerror(errno);
-      return {};
-    }
-    out.push_back(std::move(d));
-  }
-  return out;
+  Socket d(::fcntl(sockets_[0].fd(), F_DUPFD_CLOEXEC, 0));
+  if (!d.valid()) *why = std::string("dup: ") + strerror(errno);
+  return d;
 }
 
 bool SocketConnection::executorActive() const {

@@ -84,16 +84,17 @@ class SocketConnection final : public Connection, private FifoProgress, private 
   };
 
   // Send side: `sockets` are connected and have sent their hellos.
-  // Recv side: `sockets` is empty and `listener` accepts them, or `sockets`
-  // are those of this rank's sending end to the same peer (duplicated),
-  // whose other direction carries this end's bytes.
+  // Recv side: `listener` accepts them; `sockets` is empty, or holds socket
+  // 0 of this rank's sending end to the same peer (duplicated), whose other
+  // direction carries this end's socket-0 parts (then the listener accepts
+  // sockets 1 and up, if any).
   SocketConnection(Params params, std::vector<Socket> sockets, Socket listener);
   ~SocketConnection() override;
 
-  // Duplicates of this end's sockets, for the end of the other direction
+  // A duplicate of this end's socket 0, for the end of the other direction
   // to the same peer; waits (until `deadline`) for a receiving end to
-  // accept them all. Empty with *why set when it cannot.
-  std::vector<Socket> duplicateSockets(Deadline deadline, std::string* why);
+  // accept all of its sockets. Invalid, with *why set, when it cannot.
+  Socket duplicateFirstSocket(Deadline deadline, std::string* why);
   uint32_t socketCount() const { return p_.nSockets; }
 
   FifoEnd fifo() const override { return executorEnd_; }

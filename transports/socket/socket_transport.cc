@@ -71,29 +71,29 @@ class LiveEnds {
   static Key key(SocketConnection::Side side, int peer, uint64_t tag) {
     return {side, peer, tag & ~((uint64_t(1) << 44) - 1)};
   }
-  // Duplicates of the sockets of the live end at `k`; empty, with *why
-  // set, when there is none or it cannot lend them. `once`: an end lends
-  // its sockets to one other end in its life, so the direction it does not
+  // A duplicate of socket 0 of the live end at `k`; invalid, with *why
+  // set, when there is none or it cannot lend it. `once`: an end lends its
+  // socket 0 to one other end in its life, so the direction it does not
   // use carries one stream only (a second one would start behind the
   // first one's unread close marker).
-  std::vector<Socket> sockets(const Key& k, uint32_t nSockets, bool once, Deadline deadline, std::string* why) {
+  Socket firstSocket(const Key& k, uint32_t nSockets, bool once, Deadline deadline, std::string* why) {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = live_.find(k);
     if (it == live_.end()) {
       *why = "no such connection";
-      return {};
+      return Socket();
     }
     Entry& e = it->second;
     if (e.conn->socketCount() != nSockets) {
       *why = std::to_string(e.conn->socketCount()) + " sockets, not " + std::to_string(nSockets);
-      return {};
+      return Socket();
     }
     if (once && e.lent) {
-      *why = "its sockets were lent before";
-      return {};
+      *why = "its socket was lent before";
+      return Socket();
     }
-    std::vector<Socket> out = e.conn->duplicateSockets(deadline, why);
-    if (!out.empty()) e.lent = true;
+    Socket out = e.conn->duplicateFirstSocket(deadline, why);
+    if (out.valid()) e.lent = true;
     return out;
   }
   void add(const Key& k, SocketConnection* c) {
@@ -152,23 +152,17 @@ class SocketTransport final : public Transport {
     if (settings::get(settings::kSocketBidir) != 0)
       if (auto conn = recvOnOwnSockets(ctx, peer, tag)) return conn;
     NetInterface nic = chooseInterface();
-    SocketAddress bound;
-    Socket listener = listenOn(nic.addr, &bound, 64);
     auto p = baseParams(ctx, peer, tag, SocketConnection::Side::Recv, nic.name);
     p.service = service(ctx, SocketConnection::Side::Recv);
     p.nSockets = socketCount();
-    randomBytes(&p.nonce, sizeof(p.nonce));
     ConnectInfo info;
-    memset(&info, 0, sizeof(info));
-    info.addr = bound;
-    info.nSockets = p.nSockets;
-    info.nonce = p.nonce;
+    Socket listener = listenFor(nic, &p, &info);
     // The connection (and its accepting proxy) exists before the sender
     // learns where to connect.
     auto conn = made(std::move(p), std::vector<Socket>{}, std::move(listener));
     ctx.bootstrap->send(peer, tag, &info, sizeof(info));
     WEFT_INFO(kNet, "NET/Socket/%s: rank %d receives from rank %d on %s (%u sockets, tag %lu)", nic.name.c_str(),
-              ctx.rank, peer, bound.str().c_str(), info.nSockets, static_cast<unsigned long>(tag));
+              ctx.rank, peer, info.addr.str().c_str(), info.nSockets, static_cast<unsigned long>(tag));
     return conn;
   }
 
@@ -181,10 +175,39 @@ class SocketTransport final : public Transport {
     NetInterface nic = chooseInterface();
     Deadline deadline = Deadline::after(ctx.timeoutMs);
     if (info.reverse) return sendOnPeerSockets(ctx, peer, tag, info, nic, deadline);
-    StopFlags stop{ctx.abortFlag, nullptr};
     std::string what = "rank " + std::to_string(peer) + " at " + info.addr.str();
     std::vector<Socket> sockets;
-    for (uint32_t i = 0; i < info.nSockets; ++i) {
+    connectData(ctx, tag, info, 0, deadline, what, &sockets);
+    auto p = baseParams(ctx, peer, tag, SocketConnection::Side::Send, nic.name);
+    p.service = service(ctx, SocketConnection::Side::Send);
+    p.peerName = what;
+    p.nSockets = info.nSockets;
+    p.nonce = info.nonce;
+    WEFT_INFO(kNet, "NET/Socket/%s: rank %d sends to %s (%u sockets, tag %lu)", nic.name.c_str(), ctx.rank,
+              what.c_str(), info.nSockets, static_cast<unsigned long>(tag));
+    return made(std::move(p), std::move(sockets), Socket());
+  }
+
+ private:
+  // Listens for an edge's sockets: p's nonce, and the message that tells
+  // the sender where to connect.
+  static Socket listenFor(const NetInterface& nic, SocketConnection::Params* p, ConnectInfo* info) {
+    SocketAddress bound;
+    Socket listener = listenOn(nic.addr, &bound, 64);
+    randomBytes(&p->nonce, sizeof(p->nonce));
+    memset(info, 0, sizeof(*info));
+    info->addr = bound;
+    info->nSockets = p->nSockets;
+    info->nonce = p->nonce;
+    return listener;
+  }
+
+  // Connects sockets [first, info.nSockets) of an edge and proves the
+  // secret and sends the hello on each.
+  static void connectData(ConnectContext& ctx, uint64_t tag, const ConnectInfo& info, uint32_t first,
+                          Deadline deadline, const std::string& what, std::vector<Socket>* sockets) {
+    StopFlags stop{ctx.abortFlag, nullptr};
+    for (uint32_t i = first; i < info.nSockets; ++i) {
       Socket s = connectTo(info.addr, deadline, stop, true);
       handshake::Session session =
           handshake::connectSide(s.fd(), ctx.secret, handshake::Purpose::kSocketData, deadline, stop, what);
@@ -197,19 +220,10 @@ class SocketTransport final : public Transport {
       h.tag = tag;
       h.nonce = info.nonce;
       handshake::sendSigned(s.fd(), session.toAcceptor, &h, sizeof(h), deadline, stop, what.c_str());
-      sockets.push_back(std::move(s));
+      sockets->push_back(std::move(s));
     }
-    auto p = baseParams(ctx, peer, tag, SocketConnection::Side::Send, nic.name);
-    p.service = service(ctx, SocketConnection::Side::Send);
-    p.peerName = what;
-    p.nSockets = info.nSockets;
-    p.nonce = info.nonce;
-    WEFT_INFO(kNet, "NET/Socket/%s: rank %d sends to %s (%u sockets, tag %lu)", nic.name.c_str(), ctx.rank,
-              what.c_str(), info.nSockets, static_cast<unsigned long>(tag));
-    return made(std::move(p), std::move(sockets), Socket());
   }
 
- private:
   // Makes an end and keeps it in live_ while it exists.
   std::unique_ptr<SocketConnection> made(SocketConnection::Params p, std::vector<Socket> sockets, Socket listener) {
     const LiveEnds::Key k = LiveEnds::key(p.side, p.peer, p.tag);
@@ -222,15 +236,15 @@ class SocketTransport final : public Transport {
   }
 
   // The receiving end of an edge whose other direction this rank already
-  // sends on: it reads the sending end's sockets, and the sender is told
-  // to write into the ones it accepted (ConnectInfo::reverse). Null when
-  // there is no such sending end.
+  // sends on: it reads socket 0 of the sending end, and the sender is told
+  // to write into the one it accepted (ConnectInfo::reverse); the other
+  // sockets are new. Null when there is no such sending end.
   std::unique_ptr<Connection> recvOnOwnSockets(ConnectContext& ctx, int peer, uint64_t tag) {
     const uint32_t n = socketCount();
     std::string why;
-    std::vector<Socket> sockets =
-        live_->sockets(LiveEnds::key(SocketConnection::Side::Send, peer, tag), n, true, Deadline::after(0), &why);
-    if (sockets.empty()) return nullptr;
+    Socket shared =
+        live_->firstSocket(LiveEnds::key(SocketConnection::Side::Send, peer, tag), n, true, Deadline::after(0), &why);
+    if (!shared.valid()) return nullptr;
     NetInterface nic = chooseInterface();
     auto p = baseParams(ctx, peer, tag, SocketConnection::Side::Recv, nic.name);
     p.service = service(ctx, SocketConnection::Side::Recv);
@@ -238,31 +252,41 @@ class SocketTransport final : public Transport {
     ConnectInfo info;
     memset(&info, 0, sizeof(info));
     info.nSockets = n;
+    Socket listener;
+    if (n > 1) listener = listenFor(nic, &p, &info);
     info.reverse = 1;
-    auto conn = made(std::move(p), std::move(sockets), Socket());
+    std::vector<Socket> sockets;
+    sockets.push_back(std::move(shared));
+    auto conn = made(std::move(p), std::move(sockets), std::move(listener));
     ctx.bootstrap->send(peer, tag, &info, sizeof(info));
-    WEFT_INFO(kNet, "NET/Socket/%s: rank %d receives from rank %d on its own %u sockets to it (tag %lu)",
-              nic.name.c_str(), ctx.rank, peer, n, static_cast<unsigned long>(tag));
+    WEFT_INFO(kNet, "NET/Socket/%s: rank %d receives from rank %d on socket 0 of its own connection to it (%u "
+              "sockets, tag %lu)", nic.name.c_str(), ctx.rank, peer, n, static_cast<unsigned long>(tag));
     return conn;
   }
 
-  // The sending end told to write into the sockets that this rank's
-  // receiving end from the same peer accepted.
+  // The sending end told to write into socket 0 of this rank's receiving
+  // end from the same peer, and to connect the others as usual.
   std::unique_ptr<Connection> sendOnPeerSockets(ConnectContext& ctx, int peer, uint64_t tag, const ConnectInfo& info,
                                                 const NetInterface& nic, Deadline deadline) {
     std::string why;
-    std::vector<Socket> sockets =
-        live_->sockets(LiveEnds::key(SocketConnection::Side::Recv, peer, tag), info.nSockets, false, deadline, &why);
-    if (sockets.empty())
+    Socket shared =
+        live_->firstSocket(LiveEnds::key(SocketConnection::Side::Recv, peer, tag), info.nSockets, false, deadline, &why);
+    if (!shared.valid())
       raise(weftInternalError,
-            "NET/Socket: rank %d asked rank %d to send on the sockets it receives from it, but that connection "
-            "cannot lend them (%s)",
+            "NET/Socket: rank %d asked rank %d to send on the socket it receives from it on, but that connection "
+            "cannot lend it (%s)",
             peer, ctx.rank, why.c_str());
+    std::string what = "rank " + std::to_string(peer) + (info.nSockets > 1 ? " at " + info.addr.str() : "");
+    std::vector<Socket> sockets;
+    sockets.push_back(std::move(shared));
+    connectData(ctx, tag, info, 1, deadline, what, &sockets);
     auto p = baseParams(ctx, peer, tag, SocketConnection::Side::Send, nic.name);
     p.service = service(ctx, SocketConnection::Side::Send);
+    p.peerName = what;
     p.nSockets = info.nSockets;
-    WEFT_INFO(kNet, "NET/Socket/%s: rank %d sends to rank %d on the %u sockets it receives from it on (tag %lu)",
-              nic.name.c_str(), ctx.rank, peer, info.nSockets, static_cast<unsigned long>(tag));
+    p.nonce = info.nonce;
+    WEFT_INFO(kNet, "NET/Socket/%s: rank %d sends to %s on socket 0 of its connection from it (%u sockets, tag %lu)",
+              nic.name.c_str(), ctx.rank, what.c_str(), info.nSockets, static_cast<unsigned long>(tag));
     return made(std::move(p), std::move(sockets), Socket());
   }
 
