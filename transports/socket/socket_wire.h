@@ -27,6 +27,7 @@ struct ConnectInfo {
   SocketAddress addr;
   uint32_t nSockets;
   uint32_t reverse;
+  uint32_t reserved;  // zero; keeps the layout free of padding
   uint64_t nonce;
 };
 
