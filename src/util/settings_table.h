@@ -42,6 +42,8 @@ WEFT_SETTING(kBootstrapMaxIncoming, "WEFT_BOOTSTRAP_MAX_INCOMING", Int, "128", P
 WEFT_SETTING(kAllToAllMaxPeers, "WEFT_ALLTOALL_MAX_PEERS", Int, "64", Comm,
              "peers an AllToAll keeps connected at once; beyond, it runs in batches")
 WEFT_SETTING(kSocketNSocks, "WEFT_SOCKET_NSOCKS", Int, "2", Comm, "TCP sockets per socket-transport connection")
+WEFT_SETTING(kSocketBidir, "WEFT_SOCKET_BIDIR", Int, "1", Comm,
+             "1: a socket-transport connection to a peer that already has one the other way reuses its sockets")
 WEFT_SETTING(kSocketInline, "WEFT_SOCKET_INLINE", Int, "1", Comm, "largest piece the executor moves itself")
 WEFT_SETTING(kSocketDirect, "WEFT_SOCKET_DIRECT", Int, "64K", Comm,
              "smallest piece sent from / received into the caller's buffer instead of a staging slot (0: never)")

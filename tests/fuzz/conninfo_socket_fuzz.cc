@@ -17,7 +17,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       const ConnectInfo info = in.take<ConnectInfo>();
       if (connectInfoProblem(info).empty()) {
         WEFT_FUZZ_CHECK(info.nSockets >= 1 && info.nSockets <= kMaxSockets);
-        WEFT_FUZZ_CHECK(!info.addr.str().empty());
+        // Only a one-socket connection whose socket 0 is shared needs no address.
+        WEFT_FUZZ_CHECK(!info.addr.empty() || (info.reverse == 1 && info.nSockets == 1));
+        WEFT_FUZZ_CHECK(info.reverse <= 1);
       }
       break;
     }

@@ -124,7 +124,7 @@ void conninfoSeeds() {
   write("conninfo_ib", "unusable", ib::encodeConnInfo(info));
 
   using namespace socket_wire;
-  write("conninfo_socket", "connect_info", Bytes().put(uint8_t(0)).put(ConnectInfo{loopback(6000), 4, 99}).b);
+  write("conninfo_socket", "connect_info", Bytes().put(uint8_t(0)).put(ConnectInfo{loopback(6000), 4, 0, 0, 99}).b);
   write("conninfo_socket", "hello",
         Bytes().put(uint8_t(1)).put(uint8_t(3)).put(uint64_t(5)).put(uint64_t(99)).put(uint8_t(3))
             .put(SocketHello{kHelloMagic, kVersion, 3, 2, 5, 99}).b);

@@ -11,6 +11,7 @@
 
 #include "src/util/error.h"
 #include "src/util/socket.h"
+#include "transports/socket/socket_wire.h"
 
 namespace weft {
 namespace {
@@ -183,6 +184,22 @@ TEST(SocketUtil, EveryConnectedSocketHasNagleOff) {
       EXPECT_NE(v, 0) << (fd == client.fd() ? "connected" : "accepted") << " socket, dataSocket=" << dataSocket;
     }
   }
+}
+
+// The connect message from a receiving rank: a shared socket 0
+// (reverse) leaves the address out only when there is no other socket to
+// connect; any other flag value or a missing address is refused.
+TEST(SocketConnectInfo, ReverseNeedsAnAddressUnlessSocketZeroIsAll) {
+  using socket_wire::ConnectInfo;
+  using socket_wire::connectInfoProblem;
+  const SocketAddress addr = SocketAddress::parse("127.0.0.1:6000", "test");
+  EXPECT_EQ(connectInfoProblem(ConnectInfo{addr, 2, 0, 0, 1}), "");
+  EXPECT_EQ(connectInfoProblem(ConnectInfo{addr, 2, 1, 0, 1}), "");
+  EXPECT_EQ(connectInfoProblem(ConnectInfo{SocketAddress(), 1, 1, 0, 0}), "");
+  EXPECT_EQ(connectInfoProblem(ConnectInfo{SocketAddress(), 2, 1, 0, 0}), "no address");
+  EXPECT_EQ(connectInfoProblem(ConnectInfo{SocketAddress(), 1, 0, 0, 0}), "no address");
+  EXPECT_EQ(connectInfoProblem(ConnectInfo{addr, 1, 2, 0, 0}), "bad reverse flag 2");
+  EXPECT_NE(connectInfoProblem(ConnectInfo{addr, 0, 1, 0, 0}), "");
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "transports/socket/socket_connection.h"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <sys/mman.h>
 
@@ -79,12 +80,39 @@ SocketConnection::SocketConnection(Params params, std::vector<Socket> sockets, S
     sendCursors_.resize(p_.nSockets);
     ready_.store(true);  // the sockets came connected
   } else {
-    sockets_.resize(p_.nSockets);
     recvCursors_.resize(p_.nSockets);
     recvSlots_.resize(p_.geometry.nSlots);
-    acceptDeadline_ = Deadline::after(p_.acceptTimeoutMs);
+    // Given one socket: socket 0 of this rank's sending end to the same
+    // peer, read in its other direction (connected and authenticated
+    // already); the listener accepts the others.
+    if (sockets_.size() > 1)
+      raise(weftInternalError, "socket transport: %zu sockets given to a receiving end", sockets_.size());
+    arrived_ = static_cast<uint32_t>(sockets_.size());
+    sockets_.resize(p_.nSockets);
+    if (arrived_ == p_.nSockets) ready_.store(true);
+    else acceptDeadline_ = Deadline::after(p_.acceptTimeoutMs);
   }
   service_->add(this);
+}
+
+Socket SocketConnection::duplicateFirstSocket(Deadline deadline, std::string* why) {
+  // A receiving end accepts in the background: wait (bounded) until every
+  // socket has arrived. Nothing writes sockets_ once ready_ is set.
+  while (!ready_.load(std::memory_order_acquire)) {
+    if (failed_.load() || halted()) {
+      *why = "its receiving end failed before all of its sockets arrived";
+      return Socket();
+    }
+    if (deadline.passed()) {
+      *why = "its receiving end did not get all of its sockets in time";
+      return Socket();
+    }
+    pollfd none{-1, 0, 0};
+    ::poll(&none, 0, 1);
+  }
+  Socket d(::fcntl(sockets_[0].fd(), F_DUPFD_CLOEXEC, 0));
+  if (!d.valid()) *why = std::string("dup: ") + strerror(errno);
+  return d;
 }
 
 bool SocketConnection::executorActive() const {
@@ -111,9 +139,21 @@ bool SocketConnection::tryProgress(uint64_t pieceBytes) {
     // it is a failed system call per socket per poll.
     uint64_t off = 0, len = 0;
     slotPart(pieceBytes, p_.nSockets, 1, &off, &len);
+    // After a read that found nothing, ask poll() first: it looks at the
+    // socket without locking it, while a recvmsg on an empty socket holds
+    // the socket lock, so a segment arriving then waits in the backlog and
+    // costs an extra ACK and the backlog pass.
+    if (len == 0 && inlineReadMissed_ && !socketReadable(0)) return false;
     moved = recvPass(&failed, &inlineFds_, &open, &slotWait, len == 0 ? 1 : p_.nSockets, /*onePart=*/true);
+    inlineReadMissed_ = !moved;
   }
   return moved;
+}
+
+bool SocketConnection::socketReadable(uint32_t i) const {
+  pollfd pfd{sockets_[i].fd(), POLLIN, 0};
+  // An error or hang-up counts as readable: the read then reports it.
+  return ::poll(&pfd, 1, 0) != 0;
 }
 
 void SocketConnection::posted() {
@@ -145,6 +185,7 @@ void SocketConnection::idle() {
 }
 
 SocketConnection::~SocketConnection() {
+  if (p_.onDestroy) p_.onDestroy();
   destroying_.store(true);
   halt_.store(true);
   service_->remove(this);  // from here on this thread is the proxy

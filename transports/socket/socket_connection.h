@@ -79,12 +79,23 @@ class SocketConnection final : public Connection, private FifoProgress, private 
     // The rank's shared proxy (SocketTransport makes one per rank; null:
     // the connection makes one of its own).
     std::shared_ptr<ProxyService> service;
+    // Called first thing on destruction (the transport forgets the end).
+    std::function<void()> onDestroy;
   };
 
   // Send side: `sockets` are connected and have sent their hellos.
-  // Recv side: `sockets` is empty and `listener` accepts them.
+  // Recv side: `listener` accepts them; `sockets` is empty, or holds socket
+  // 0 of this rank's sending end to the same peer (duplicated), whose other
+  // direction carries this end's socket-0 parts (then the listener accepts
+  // sockets 1 and up, if any).
   SocketConnection(Params params, std::vector<Socket> sockets, Socket listener);
   ~SocketConnection() override;
+
+  // A duplicate of this end's socket 0, for the end of the other direction
+  // to the same peer; waits (until `deadline`) for a receiving end to
+  // accept all of its sockets. Invalid, with *why set, when it cannot.
+  Socket duplicateFirstSocket(Deadline deadline, std::string* why);
+  uint32_t socketCount() const { return p_.nSockets; }
 
   FifoEnd fifo() const override { return executorEnd_; }
   std::string describe() const override { return "NET/Socket/" + p_.ifName; }
@@ -148,6 +159,8 @@ class SocketConnection final : public Connection, private FifoProgress, private 
   // The executor moved bytes within the last yield window: the proxy then
   // sleeps instead of spinning for the same cores.
   bool executorActive() const;
+  // Whether socket i has bytes (or an error) to read, without locking it.
+  bool socketReadable(uint32_t i) const;
 
   // ProxyTask: one non-blocking pass of this end on the rank's service.
   bool progress() override;
@@ -209,6 +222,7 @@ class SocketConnection final : public Connection, private FifoProgress, private 
   // the executor inside tryProgress() / posted().
   std::mutex pumpMu_;
   std::vector<int> inlineFds_;
+  bool inlineReadMissed_ = false;  // the executor's last read of socket 0 found nothing
   std::vector<SendCursor> sendCursors_;
   std::vector<RecvCursor> recvCursors_;
   std::vector<RecvSlot> recvSlots_;

@@ -9,15 +9,25 @@
 namespace weft::socket_wire {
 
 constexpr uint32_t kHelloMagic = 0x57465348;  // "WFSH"
-constexpr uint32_t kVersion = 4;
+constexpr uint32_t kVersion = 5;
 constexpr uint32_t kMaxSockets = 16;
 
 // Receiver -> sender over the bootstrap: where to connect, and the nonce that
 // ties the sockets to this one edge (a late socket of an earlier edge with
 // the same secret is told apart).
+// With `reverse` set, socket 0 is not connected anew: the sender writes
+// into the socket 0 that the receiver's own sending end to it connected
+// (its receiving end from the receiver accepted it), so that TCP connection
+// carries both directions and the acknowledgement of a small message rides
+// on the next one the other way instead of travelling as a segment of its
+// own. Sockets 1 and up (parts of large slots only) are connected to
+// `addr` as usual: sharing them too would have both directions' large
+// copies queue for one socket lock.
 struct ConnectInfo {
   SocketAddress addr;
   uint32_t nSockets;
+  uint32_t reverse;
+  uint32_t reserved;  // zero; keeps the layout free of padding
   uint64_t nonce;
 };
 
@@ -37,7 +47,8 @@ struct SocketHello {
 inline std::string connectInfoProblem(const ConnectInfo& info) {
   if (info.nSockets < 1 || info.nSockets > kMaxSockets)
     return std::to_string(info.nSockets) + " sockets (1 to " + std::to_string(kMaxSockets) + ")";
-  if (info.addr.empty()) return "no address";
+  if (info.reverse > 1) return "bad reverse flag " + std::to_string(info.reverse);
+  if (info.addr.empty() && !(info.reverse && info.nSockets == 1)) return "no address";
   return std::string();
 }
 
