@@ -241,7 +241,7 @@ class Root {
     if (finished_) {
       // After the table went out, a claim of a rank that joined is the
       // same conflict, found too late to stop the others.
-      const bool claimed = h.rank < nranks_ && ranks_[h.rank].sock.valid();
+      const bool claimed = ranks_.count(h.rank) != 0;
       const RootStatus status = claimed ? kRootDuplicateRank : failureStatus();
       lock.unlock();
       if (claimed && !conflictNote_.empty())
@@ -260,11 +260,7 @@ class Root {
       reply(j, status, h.nranks);
       return;
     }
-    if (nranks_ == 0) {
-      nranks_ = h.nranks;
-      ranks_.resize(nranks_);
-      addrs_.resize(nranks_);
-    }
+    if (nranks_ == 0) nranks_ = h.nranks;
     if (h.nranks != nranks_) {
       lock.unlock();
       WEFT_WARN("bootstrap: rejected connection from %s: rank %d says nranks=%d but earlier ranks said nranks=%d",
@@ -272,12 +268,12 @@ class Root {
       reply(j, kRootNranksMismatch, nranks_);
       return;
     }
-    if (ranks_[h.rank].sock.valid()) {
+    if (ranks_.count(h.rank)) {
       // Both proved the secret: a second launch of the job, or a process
       // claiming a rank not its own. The root cannot tell which one is the
       // real rank, so nobody gets a table that may name the wrong one.
       conflictNote_ = "rank " + std::to_string(h.rank) + " was claimed by a process listening at " +
-                      addrs_[h.rank].str() + " and again from " + from.str();
+                      addrs_.at(h.rank).str() + " and again from " + from.str();
       lock.unlock();
       WEFT_WARN("bootstrap root at %s: %s: a duplicate launch or a process impersonating that rank; stopping the "
                 "job's set-up", addr_.str().c_str(), conflictNote_.c_str());
@@ -288,8 +284,8 @@ class Root {
     }
     WEFT_TRACE(kBootstrap, "bootstrap root: rank %d/%d joined from %s, listens on %s", h.rank, h.nranks,
                from.str().c_str(), h.listen.str().c_str());
-    ranks_[h.rank] = std::move(j);
-    addrs_[h.rank] = h.listen;
+    ranks_.emplace(h.rank, std::move(j));
+    addrs_.emplace(h.rank, h.listen);
     if (++joined_ == nranks_) {
       allJoined_.store(true);
       wakeAcceptLoop();
@@ -301,13 +297,16 @@ class Root {
     std::lock_guard<std::mutex> lock(mu_);
     finished_ = true;
     if (!conflictNote_.empty()) {
-      for (auto& j : ranks_)
-        if (j.sock.valid()) reply(j, kRootDuplicateRank, nranks_);
+      for (auto& [rank, j] : ranks_) reply(j, kRootDuplicateRank, nranks_);
       return;
     }
     if (nranks_ > 0 && joined_ == nranks_) {
-      for (auto& j : ranks_)
-        reply(j, kRootOk, nranks_, addrs_.data(), addrs_.size() * sizeof(SocketAddress), timeoutMs_, jobNonce_);
+      // Every rank 0..nranks-1 joined once: the table is whole.
+      std::vector<SocketAddress> table;
+      table.reserve(addrs_.size());
+      for (const auto& [rank, a] : addrs_) table.push_back(a);
+      for (auto& [rank, j] : ranks_)
+        reply(j, kRootOk, nranks_, table.data(), table.size() * sizeof(SocketAddress), timeoutMs_, jobNonce_);
       WEFT_INFO(kBootstrap, "bootstrap root at %s: all %d ranks joined", addr_.str().c_str(), nranks_);
       return;
     }
@@ -315,9 +314,12 @@ class Root {
     // up to kMaxRanks ranks, and the log line is cut at 2 KiB anyway.
     constexpr int kListed = 32;
     std::string missing;
-    int nMissing = 0;
-    for (int r = 0; r < nranks_; ++r)
-      if (!ranks_[r].sock.valid() && ++nMissing <= kListed) missing += (missing.empty() ? "" : ",") + std::to_string(r);
+    const int nMissing = nranks_ - joined_;
+    for (int r = 0, listed = 0; r < nranks_ && listed < std::min(nMissing, kListed); ++r)
+      if (!ranks_.count(r)) {
+        missing += (missing.empty() ? "" : ",") + std::to_string(r);
+        ++listed;
+      }
     if (nMissing > kListed) missing += " and " + std::to_string(nMissing - kListed) + " more";
     const std::string ended = waitsEnded_.load() ? std::string("its wait was ended")
                                                  : "timed out after " + std::to_string(timeoutMs_) + " ms";
@@ -325,8 +327,7 @@ class Root {
               ended.c_str(), joined_, nranks_,
               nranks_ ? missing.c_str() : "all", limitHit_.empty() ? "" : "; it could not serve every rank: ",
               limitHit_.c_str());
-    for (auto& j : ranks_)
-      if (j.sock.valid()) reply(j, failureStatus(), nranks_);
+    for (auto& [rank, j] : ranks_) reply(j, failureStatus(), nranks_);
   }
 
   Socket listener_;
@@ -346,8 +347,11 @@ class Root {
   std::string conflictNote_;  // under mu_: which rank two hellos claimed, from where
   int32_t nranks_ = 0;
   int32_t joined_ = 0;
-  std::vector<Joined> ranks_;
-  std::vector<SocketAddress> addrs_;
+  // By rank, only the ranks that joined: a hello may claim up to kMaxRanks
+  // ranks, and arrays of that size (about 180 MB, zero-filled) for one
+  // authenticated hello cost the root more than the whole job it serves.
+  std::map<int32_t, Joined> ranks_;
+  std::map<int32_t, SocketAddress> addrs_;
 };
 
 }  // namespace

@@ -1,6 +1,7 @@
 // Stateful harness of a rank's bootstrap reader (src/bootstrap/bootstrap.cc):
-// rank 0 joins a real root on loopback; the harness plays the other ranks
-// (2 or 3 in all) at the root, then connects to rank 0 as them and sends
+// rank 0 joins the harness's root on loopback (HarnessRoot: the real root is
+// bootstrap_root's subject); the harness plays the other ranks (2 or 3 in
+// all), connects to rank 0 as them and sends
 // what the input says: signed frames with chosen tags and payloads (the
 // bootstrap's own tags among them), a frame header that claims much and
 // stops, raw bytes, a second connection for a rank already connected, an
@@ -9,10 +10,10 @@
 // bounds. Queries (while everything so far was well formed) must be
 // answered: rank 0 connects back to the asking rank's listener, which the
 // harness serves, and sends the number and its handler's answer, signed.
+#include <mutex>
 #include <thread>
 
 #include "src/bootstrap/bootstrap.h"
-#include "src/bootstrap/root.h"
 #include "tests/fuzz/fuzz_common.h"
 #include "tests/fuzz/fuzz_net.h"
 
@@ -183,50 +184,104 @@ void op(Harness& h, fuzz::Reader& in) {
   }
 }
 
-// The harness's ranks at the root: their hellos first (the root's handlers
-// run the handshakes, so this needs no rank 0 yet), their answers once rank
-// 0 joined; the table names rank 0's listener. Rank 0 joins from the
-// harness's own thread between the two, with no thread started for it.
-std::vector<fuzz::AuthedConn> helloRoot(Harness& h, const SocketAddress& root) {
-  std::vector<fuzz::AuthedConn> atRoot;
-  for (int r = 1; r < h.nranks; ++r) {
-    atRoot.push_back(fuzz::connectAuthed(root, h.secret, handshake::Purpose::kRoot));
-    RootHello hello{kRootHelloMagic, kVersion, r, h.nranks, h.listenAt};
-    handshake::sendSigned(atRoot.back().sock.fd(), atRoot.back().session.toAcceptor, &hello, sizeof(hello),
-                          Deadline::after(2000), StopFlags{}, "fuzz root");
+// The root rank 0 joins: one harness thread for the whole run, answering
+// each input's rank 0 with a signed table (rank 0's listener, then the
+// harness's for the other ranks), as the real root does once every rank
+// joined. A real root per input started a thread for itself and one per
+// rank, most of this harness's thread starts, and the harness's ranks had
+// to say hello to it too; bootstrap_root fuzzes the real one.
+class HarnessRoot {
+ public:
+  explicit HarnessRoot(const Secret& secret) : secret_(secret) {
+    listener_ = listenOn(fuzz::loopback(), &at_);
+    std::thread([this] { serve(); }).detach();  // blocked in accept when the process exits
   }
-  return atRoot;
-}
+  const SocketAddress& address() const { return at_; }
 
-void readRootAnswers(Harness& h, std::vector<fuzz::AuthedConn>& atRoot) {
-  for (auto& c : atRoot) {
-    fuzz::RootAnswer a;
-    WEFT_FUZZ_CHECK(fuzz::readRootAnswer(c, h.nranks, kJoinMs, &a) && a.reply.status == kRootOk);
-    h.table = a.table;
-    h.peerKey = derivePeerKey(h.secret, a.reply.jobNonce, h.table);
+  // The next join: nranks ranks, the others listening at `others`.
+  void expect(int nranks, const SocketAddress& others, int32_t jobNonce) {
+    std::lock_guard<std::mutex> lock(mu_);
+    nranks_ = nranks;
+    others_ = others;
+    jobNonce_ = jobNonce;
   }
-}
+  // The table the last join got (rank 0 has its answer once join returns);
+  // taken, so that nothing an input allocated outlives it.
+  std::vector<SocketAddress> takeTable() {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::vector<SocketAddress> out;
+    out.swap(table_);
+    return out;
+  }
+
+ private:
+  void serve() {
+    for (;;) {
+      SocketAddress from;
+      Socket s = acceptFrom(listener_, Deadline::after(3600 * 1000), StopFlags{}, &from);
+      if (s.valid()) answer(s);
+    }
+  }
+  void answer(Socket& s) {
+    const Deadline d = Deadline::after(kJoinMs);
+    handshake::Session session;
+    std::string why;
+    RootHello hello{};
+    WEFT_FUZZ_CHECK(handshake::acceptSide(s.fd(), secret_, handshake::Purpose::kRoot, d, StopFlags{}, &session, &why));
+    WEFT_FUZZ_CHECK(handshake::recvSigned(s.fd(), session.toAcceptor, &hello, sizeof(hello), d, StopFlags{}, &why));
+    std::unique_lock<std::mutex> lock(mu_);
+    WEFT_FUZZ_CHECK(rootHelloProblem(hello).empty() && hello.rank == 0 && hello.nranks == nranks_);
+    std::vector<SocketAddress> table(nranks_, others_);
+    table[0] = hello.listen;
+    RootReply r{kRootReplyMagic, kRootOk, nranks_, jobNonce_};
+    table_ = table;
+    lock.unlock();
+    uint8_t tag[handshake::kMacBytes];
+    session.toConnector.sign(&r, sizeof(r), table.data(), table.size() * sizeof(SocketAddress), tag);
+    WEFT_FUZZ_CHECK(trySendAll(s.fd(), &r, sizeof(r), d, StopFlags{}) == IoStatus::Ok);
+    WEFT_FUZZ_CHECK(trySendAll(s.fd(), table.data(), table.size() * sizeof(SocketAddress), d, StopFlags{}) ==
+                    IoStatus::Ok);
+    WEFT_FUZZ_CHECK(trySendAll(s.fd(), tag, sizeof(tag), d, StopFlags{}) == IoStatus::Ok);
+    // Rank 0 closes first once it read the reply; the reset then ends its
+    // TIME_WAIT (every input's connection goes to this one port).
+    char byte;
+    (void)tryRecvAll(s.fd(), &byte, 1, d, StopFlags{});
+    fuzz::closeWithReset(s);
+  }
+
+  Secret secret_;
+  Socket listener_;
+  SocketAddress at_;
+  std::mutex mu_;
+  int nranks_ = 0;
+  SocketAddress others_;
+  int32_t jobNonce_ = 0;
+  std::vector<SocketAddress> table_;
+};
 
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   fuzz::Reader in(data, size);
-  const size_t threadsBefore = fuzz::threadCount();
   Harness h;
+  static HarnessRoot* const root = new HarnessRoot(h.secret);  // before the thread count: it lives on
+  static int32_t jobNonce = 0;
+  const size_t threadsBefore = fuzz::threadCount();
   h.nranks = 2 + in.byte() % 2;
   h.toRank0.resize(h.nranks);
   h.broken.assign(h.nranks, false);
   h.fromRank0.resize(h.nranks);
   h.listener = listenOn(fuzz::loopback(), &h.listenAt);
-  const SocketAddress root = startBootstrapRoot(fuzz::loopback(), h.secret, kJoinMs);
   weftUniqueId id{};
-  UniqueIdLayout l{kIdMagic, kVersion, 0, root, {}};
+  UniqueIdLayout l{kIdMagic, kVersion, 0, root->address(), {}};
   memcpy(l.secret, h.secret.data(), sizeof(l.secret));
   memcpy(id.internal, &l, sizeof(l));
-  std::vector<fuzz::AuthedConn> atRoot = helloRoot(h, root);
+  root->expect(h.nranks, h.listenAt, ++jobNonce);
   std::unique_ptr<Bootstrap> rank0 = Bootstrap::join(id, 0, h.nranks, kJoinMs);
   rank0->setQueryHandler(answerTo);
-  readRootAnswers(h, atRoot);
+  h.table = root->takeTable();
+  WEFT_FUZZ_CHECK(static_cast<int>(h.table.size()) == h.nranks);
+  h.peerKey = derivePeerKey(h.secret, jobNonce, h.table);
   for (int n = 0; n < 16 && in.left() > 0; ++n) op(h, in);
   if (h.allWellFormed) {
     for (const Sent& s : h.sent) {
@@ -238,12 +293,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (auto& c : h.toRank0) fuzz::closeWithReset(c.sock);
   for (auto& c : h.twins) fuzz::closeWithReset(c.sock);
   for (auto& c : h.fromRank0) fuzz::closeWithReset(c.sock);
-  for (auto& c : atRoot) fuzz::closeWithReset(c.sock);
   h.toRank0.clear();
   h.twins.clear();
   rank0.reset();
   h.fromRank0.clear();  // bounded: readers are woken and joined
-  // The root (detached) ended once every rank joined.
   WEFT_FUZZ_CHECK(fuzz::threadsBackTo(threadsBefore, 5000));
   return 0;
 }

@@ -18,6 +18,7 @@
 #include "transports/transport.h"
 #include "src/util/settings.h"
 #include "transports/ib/conn_info.h"
+#include "transports/ib/ib_facts.h"
 #include "transports/p2p/p2p_wire.h"
 #include "transports/shm/shm_wire.h"
 #include "transports/socket/socket_wire.h"
@@ -278,6 +279,76 @@ void peerInfoSeeds() {
   write("peer_info", "zero_bandwidth", peerInfoSeed(2, true, {7, 7}, {2, 3}, {}, costs));
 }
 
+// ib_facts: the settings, the ports discovery found, two facts rows and two
+// connection infos (ib_facts_fuzz.cc reads them in this order).
+Bytes& shortText(Bytes& b, const std::string& s) { return b.put(uint8_t(s.size())).text(s); }
+
+Bytes ibSettings(const std::string& hca, const std::string& family, const std::string& range, int forcedGid) {
+  Bytes b;
+  shortText(b, hca);
+  shortText(b, family);
+  shortText(b, range);
+  b.put(uint8_t(0)).put(int16_t(forcedGid)).put(uint8_t(0));
+  shortText(b, "PXB");
+  return b;
+}
+
+void ibPort(Bytes& b, const std::string& dev, uint8_t linkCode, const std::vector<ib::Gid>& gids,
+            const std::string& type) {
+  shortText(b, dev);
+  b.put(uint8_t(1)).put(uint8_t(4));  // port 1, IBV_PORT_ACTIVE
+  shortText(b, "PORT_ACTIVE");
+  b.put(linkCode).put(uint16_t(64)).put(uint8_t(2)).put(int16_t(16)).put(uint8_t(gids.size()));
+  for (const ib::Gid& g : gids) {
+    b.put(g);
+    shortText(b, type);
+  }
+}
+
+ib::ConnInfo ibEnd(ib::ConnRole role, int src, int dst, uint32_t qpn, uint8_t linkCode, const ib::Gid& gid) {
+  ib::ConnInfo c;
+  c.role = role;
+  c.linkLayer = linkCode;
+  c.mtu = 5;
+  c.srcRank = src;
+  c.dstRank = dst;
+  c.nQps = 1;
+  c.qpn[0] = qpn;
+  c.gid = gid;
+  c.gidType = 2;  // 1 + RoceV2
+  c.subnetPrefix = ib::subnetPrefixOf(gid);
+  c.pkey = 0xffff;
+  c.nSlots = 8;
+  c.slotBytes = 1 << 19;
+  return c;
+}
+
+void ibFactsSeeds() {
+  const ib::Gid v4{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 0, 0, 1};
+  const ib::Gid v4b{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 0, 0, 2};
+  const ib::Gid local{0xfe, 0x80, 0, 0, 0, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8};
+  const ib::IbFacts usableRoce{1, 0, 2}, usableIb{1, 1, 1};
+  for (uint8_t link : {uint8_t(1), uint8_t(2)}) {
+    Bytes b = ibSettings(link == 2 ? "mlx5_0:1,mlx5_1" : "^mlx5_9", link == 2 ? "AF_INET" : "", link == 2 ? "10.0.0.0/8" : "", -1);
+    b.put(uint8_t(1)).put(uint8_t(2));  // verbs loaded, two ports
+    ibPort(b, "mlx5_0", link, {local, v4}, "RoCE v2");
+    ibPort(b, "mlx5_1", link, {v4b}, "IB/RoCE v1\n");
+    b.put(usableRoce).put(link == 2 ? usableRoce : usableIb).put(uint8_t(1));
+    const ib::Gid& g = link == 2 ? v4 : local;
+    const std::vector<uint8_t> mine = ib::encodeConnInfo(ibEnd(ib::ConnRole::Sender, 0, 1, 0x100, link, g));
+    const std::vector<uint8_t> peer = ib::encodeConnInfo(ibEnd(ib::ConnRole::Receiver, 1, 0, 0x200, link,
+                                                               link == 2 ? v4b : g));
+    b.b.insert(b.b.end(), mine.begin(), mine.end());
+    b.b.insert(b.b.end(), peer.begin(), peer.end());
+    b.put(uint8_t(0));
+    write("ib_facts", link == 2 ? "roce_pair" : "ib_pair", b.b);
+  }
+  Bytes forced = ibSettings("=mlx5_0", "ipv6", "fe80::/10", 1);
+  forced.put(uint8_t(1)).put(uint8_t(1));
+  ibPort(forced, "mlx5_0", 2, {local, v4}, "RoCE v2");
+  write("ib_facts", "forced_gid_index", forced.b);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -293,5 +364,6 @@ int main(int argc, char** argv) {
   textSeeds();
   statefulSeeds();
   peerInfoSeeds();
+  ibFactsSeeds();
   return 0;
 }

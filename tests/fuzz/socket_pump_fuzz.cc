@@ -54,12 +54,14 @@ class Consumer {
   // Stops taking slots; returns once the thread no longer touches the end.
   void finish() {
     stop_.store(true);
+    if (Doorbell* bell = end_.consumerBell) ring(bell);  // it may sleep on it
     std::unique_lock<std::mutex> lock(mu_);
     cv_.wait(lock, [&] { return !active_; });
   }
-  size_t count() {
-    std::lock_guard<std::mutex> lock(slotsMu_);
-    return slots_.size();
+  // Whether n slots arrived, waiting up to ms for them.
+  bool waitForSlots(size_t n, int64_t ms) {
+    std::unique_lock<std::mutex> lock(slotsMu_);
+    return slotsCv_.wait_for(lock, std::chrono::milliseconds(ms), [&] { return slots_.size() >= n; });
   }
   // After finish().
   const std::vector<std::vector<uint8_t>>& slots() const { return slots_; }
@@ -78,8 +80,15 @@ class Consumer {
       cv_.notify_all();
     }
   }
+  // Waits as the host executor does (a few polls, then yields, then sleeps
+  // on the FIFO's bell): a consumer that polled back to back took half the
+  // run's CPU from the proxy and the harness it waits for.
   void take(FifoEnd& end) {
-    while (!stop_.load()) {
+    Backoff wait(rankWaitKnobs(/*busy=*/false));
+    for (;;) {
+      // The bell's count before the stop flag: finish() sets the flag, then rings.
+      const uint32_t seen = end.consumerBell ? end.consumerBell->seq.load(std::memory_order_acquire) : 0;
+      if (stop_.load()) return;
       uint64_t bytes = 0;
       if (const void* p = end.tryPeek(&bytes)) {
         const auto* b = static_cast<const uint8_t*>(p);
@@ -87,12 +96,19 @@ class Consumer {
           std::lock_guard<std::mutex> lock(slotsMu_);
           slots_.emplace_back(b, b + bytes);
         }
+        slotsCv_.notify_all();
         end.release();
+        wait.reset();
         continue;
       }
       if (end.failed()) return;
-      if (end.progress) end.progress->tryProgress(1024);
-      else std::this_thread::yield();
+      if (end.progress && end.progress->tryProgress(1024)) {
+        wait.reset();
+        continue;
+      }
+      const WaitPhase phase = wait.idle();
+      if (phase == WaitPhase::Sleep && !end.consumerBell) std::this_thread::yield();
+      else wait.pause(phase, end.consumerBell, seen);
     }
   }
 
@@ -103,6 +119,7 @@ class Consumer {
   bool quit_ = false;
   std::atomic<bool> stop_{false};
   std::mutex slotsMu_;
+  std::condition_variable slotsCv_;
   std::vector<std::vector<uint8_t>> slots_;
   std::thread thread_;  // last: it runs on the members above
 };
@@ -223,10 +240,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     // Generous: on a loaded machine each hand-off of a 1-slot FIFO between
     // proxy and consumer can take tens of milliseconds.
     const Deadline bound = Deadline::after(20000);
-    while (consumer.count() < sent.size()) {
+    while (!consumer.waitForSlots(sent.size(), 1)) {
       WEFT_FUZZ_CHECK(errors.load() == 0);
       WEFT_FUZZ_CHECK(!bound.passed());
-      std::this_thread::sleep_for(std::chrono::microseconds(100));
     }
   }
   consumer.finish();

@@ -19,6 +19,7 @@
 #include "transports/ib/fifo_memory.h"
 #include "transports/ib/flush_schedule.h"
 #include "transports/ib/gdr_decision.h"
+#include "transports/ib/ib_facts.h"
 #include "transports/ib/ib_connection_impl.h"
 #include "transports/ib/ib_device.h"
 #include "transports/ib/verbs_loader.h"
@@ -175,35 +176,10 @@ ConnInfo IbConnection::exchangeInfo(ConnectContext& ctx, uint64_t tag, const Con
   ctx.bootstrap->recv(peer_, tag, got.data(), got.size());
   ConnInfo remote = decodeConnInfo(got.data(), got.size());
   const ConnRole wantRole = isSender_ ? ConnRole::Receiver : ConnRole::Sender;
-  if (const std::string bad = connInfoPeerProblem(remote, wantRole, peer_, rank_); !bad.empty())
-    raise(weftRemoteError, "NET/IB: %s: refused what the peer sent: %s", where().c_str(), bad.c_str());
-  if (!remote.usable) raise(weftRemoteError, "NET/IB: %s: the peer has no usable IB port", where().c_str());
-  if (remote.nQps != mine.nQps)
-    raise(weftInvalidUsage, "NET/IB: %s: WEFT_IB_QPS_PER_CONNECTION differs (%u here, %u on the peer)",
-          where().c_str(), mine.nQps, remote.nQps);
-  if (remote.nSlots != mine.nSlots || remote.slotBytes != mine.slotBytes)
-    raise(weftInvalidUsage, "NET/IB: %s: FIFO geometry differs (%u x %lu here, %u x %lu on the peer)",
-          where().c_str(), mine.nSlots, static_cast<unsigned long>(mine.slotBytes), remote.nSlots,
-          static_cast<unsigned long>(remote.slotBytes));
-  if (remote.linkLayer != mine.linkLayer)
-    raise(weftInvalidUsage, "NET/IB: %s: link layers differ (%s here, the peer's is code %u)", where().c_str(),
-          linkLayerName(choice_.port.linkLayer), remote.linkLayer);
-  const std::string partition = partitionProblem(mine.pkey, remote.pkey);
-  if (!partition.empty())
-    raise(weftInvalidUsage, "NET/IB: %s: %s: the QPs could not reach each other (WEFT_IB_PKEY=%d here; check the "
-          "partition configuration of both hosts)", where().c_str(), partition.c_str(), cfg_.pkeyIndex);
+  const ConnInfoRefusal refusal =
+      connInfoMismatch(mine, remote, wantRole, peer_, rank_, choice_.port.linkLayer, cfg_.pkeyIndex);
+  if (refusal.code != weftSuccess) raise(refusal.code, "NET/IB: %s: %s", where().c_str(), refusal.why.c_str());
   const bool roce = choice_.port.linkLayer == LinkLayer::Ethernet;
-  auto address = [](const ConnInfo& c) {
-    return GidAddress{c.gid, c.gidType >= 1 && c.gidType <= 3 ? static_cast<GidType>(c.gidType - 1) : GidType::Unknown,
-                      c.subnetPrefix};
-  };
-  const std::string why = gidPairProblem(roce, address(mine), address(remote));
-  if (!why.empty())
-    raise(weftInvalidUsage, "NET/IB: %s: %s GIDs cannot reach each other: %s (%s)", where().c_str(),
-          roce ? "RoCE" : "IB", why.c_str(),
-          roce ? "make both ends choose the same kind: WEFT_IB_ROCE_VERSION, WEFT_IB_ADDR_FAMILY, WEFT_IB_ADDR_RANGE "
-                 "or WEFT_IB_GID_INDEX"
-               : "check the subnet managers and routers");
   if (!roce && remote.subnetPrefix != mine.subnetPrefix)
     WEFT_INFO(kNet | kInit, "NET/IB: %s: peer on subnet %016llx (here %016llx): routed, with a GRH", where().c_str(),
               static_cast<unsigned long long>(remote.subnetPrefix), static_cast<unsigned long long>(mine.subnetPrefix));

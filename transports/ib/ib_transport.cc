@@ -46,33 +46,6 @@ ib::GdrDecision chooseDeviceGdr(int rank, int cudaDev, bool ibUsable) {
 
 namespace ib {
 
-bool ibCanJoin(bool selfUsable, const std::string& selfProblem, bool peerUsable, int peer, std::string* why,
-               LinkLayer selfLink, LinkLayer peerLink) {
-  const bool linksDiffer = selfLink != LinkLayer::Unknown && peerLink != LinkLayer::Unknown && selfLink != peerLink;
-  if (!selfUsable)
-    *why = "no usable IB on this rank: " + selfProblem;
-  else if (!peerUsable)
-    *why = "no usable IB on rank " + std::to_string(peer);
-  else if (linksDiffer)
-    *why = std::string("IB link layers differ (") + linkLayerName(selfLink) + " here, " + linkLayerName(peerLink) +
-           " on rank " + std::to_string(peer) + ")";
-  else
-    *why = "IB on both ends";
-  return selfUsable && peerUsable && !linksDiffer;
-}
-
-bool gdrCanJoin(bool selfGdr, bool peerGdr, std::string* why) {
-  if (selfGdr && peerGdr)
-    *why = "GPU Direct RDMA at both ends";
-  else if (selfGdr)
-    *why = "GPU Direct RDMA at this end";
-  else if (peerGdr)
-    *why = "GPU Direct RDMA at the peer's end";
-  else
-    *why = "no GPU Direct RDMA at either end";
-  return selfGdr || peerGdr;
-}
-
 namespace {
 
 // Device-buffer edges over IB: connections of their own, each end placing
@@ -127,13 +100,8 @@ void IbTransportBase::publishFacts(const TransportInit& init, PeerInfo& self) {
 }
 
 bool IbTransportBase::canConnect(const ConnectContext& ctx, int peer, std::string* why) const {
-  const IbFacts self = readFacts<IbFacts>(ctx.self(), factsRow_);
-  const IbFacts other = readFacts<IbFacts>(ctx.peer(peer), factsRow_);
-  auto link = [](int32_t code) {
-    return code >= 1 && code <= 3 ? static_cast<LinkLayer>(code - 1) : LinkLayer::Unknown;
-  };
-  return ibCanJoin(self.usable != 0, problem_, other.usable != 0, peer, why, link(self.linkLayer),
-                   link(other.linkLayer));
+  return ibFactsJoin(readFacts<IbFacts>(ctx.self(), factsRow_), problem_, readFacts<IbFacts>(ctx.peer(peer), factsRow_),
+                     peer, why);
 }
 
 void IbTransportBase::noteDeviceTrafficStaged(const ConnectContext& ctx, int peer, bool sending) const {

@@ -15,6 +15,7 @@
 #include <string>
 
 #include "transports/ib/gdr_decision.h"
+#include "transports/ib/ib_facts.h"
 #include "transports/ib/ib_select.h"
 #include "transports/ib/nic_locality.h"
 #include "transports/transport.h"
@@ -59,27 +60,6 @@ ib::GdrDecision ibDeviceGdr(int rank, int cudaDev, const NicDistanceFn& distance
 ib::GdrDecision chooseDeviceGdr(int rank, int cudaDev, bool ibUsable);
 
 namespace ib {
-
-// What a rank tells its peers about IB: its row of PeerInfo facts.
-struct IbFacts {
-  int32_t usable = 0;   // 1: this process has a usable IB/RoCE port
-  int32_t gdrMode = 0;  // GdrMode of its device-buffer traffic over IB (0: staged)
-  int32_t linkLayer = 0;  // 1 + LinkLayer of the port its connections use (0: none)
-};
-
-// Whether IB joins two ranks, and why (not): when both have a usable port
-// with the same link layer (an IB port cannot reach a RoCE one: the pair
-// then falls back to another transport instead of failing at connect).
-// selfProblem: why this rank has none. Pure.
-bool ibCanJoin(bool selfUsable, const std::string& selfProblem, bool peerUsable, int peer, std::string* why,
-               LinkLayer selfLink = LinkLayer::Unknown, LinkLayer peerLink = LinkLayer::Unknown);
-
-// Whether the device-buffer traffic of a pair that IB joins gets IB
-// connections of its own: when at least one end can do GPUDirect RDMA (the
-// other end then stages, but the first still saves its copy over PCIe).
-// The answer (not `why`, said from this end) is the same whichever end
-// asks. Pure.
-bool gdrCanJoin(bool selfGdr, bool peerGdr, std::string* why);
 
 // How a connection for device-buffer traffic places this end's slots.
 struct DevicePlacement {

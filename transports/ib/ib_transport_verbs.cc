@@ -44,15 +44,8 @@ GidType readGidType(const Verbs& v, ibv_context* ctx, const std::string& dev, in
   return readSysfsGidType(dev, port, index);
 }
 
-LinkLayer linkLayerOf(uint8_t ll) {
-  switch (ll) {
-    case IBV_LINK_LAYER_INFINIBAND:
-    case IBV_LINK_LAYER_UNSPECIFIED:  // drivers older than link-layer reporting were IB
-      return LinkLayer::InfiniBand;
-    case IBV_LINK_LAYER_ETHERNET: return LinkLayer::Ethernet;
-    default: return LinkLayer::Unknown;
-  }
-}
+// linkLayerOfVerbsCode (ib_facts.h) reads these codes without verbs.h.
+static_assert(IBV_LINK_LAYER_UNSPECIFIED == 0 && IBV_LINK_LAYER_INFINIBAND == 1 && IBV_LINK_LAYER_ETHERNET == 2);
 
 void discoverDevice(const Verbs& v, ibv_device* device, Discovery& out) {
   std::string name = v.getDeviceName(device);
@@ -74,13 +67,11 @@ void discoverDevice(const Verbs& v, ibv_device* device, Discovery& out) {
     s.dev = name;
     s.port = port;
     s.active = pattr.state == IBV_PORT_ACTIVE;
-    // "PORT_DOWN" -> "DOWN": the reason text already says it is a port.
-    s.stateName = v.portStateStr(pattr.state);
-    if (s.stateName.rfind("PORT_", 0) == 0) s.stateName = s.stateName.substr(5);
-    s.linkLayer = linkLayerOf(pattr.link_layer);
+    s.stateName = portStateName(v.portStateStr(pattr.state));
+    s.linkLayer = linkLayerOfVerbsCode(pattr.link_layer);
     s.speedMbps = portSpeedMbps(pattr.active_speed, pattr.active_width);
     if (s.active) {
-      int n = pattr.gid_tbl_len < 256 ? pattr.gid_tbl_len : 256;
+      const int n = gidEntriesToRead(pattr.gid_tbl_len);
       for (int i = 0; i < n; ++i) {
         ibv_gid gid{};
         if (v.queryGid(ctx, static_cast<uint8_t>(port), i, &gid) != 0) continue;

@@ -227,6 +227,14 @@ struct Process {
 Process& proc();
 uint64_t nowNs();
 void loadSettings(Process& p);
+// The LOOPBACK_VERBS_* texts loadSettings reads (null: unset). Every one
+// is parsed whatever it holds; a port count outside 1..kMaxPorts is
+// clamped to that range (ports are numbered by a uint8_t in verbs).
+constexpr int kMaxPorts = 255;
+std::vector<DevConf> parseDevices(const char* spec);
+Faults parseFaults(const char* spec);
+Expect parseExpect(const char* spec);
+std::vector<uint16_t> parsePkeys(const char* spec);
 // Maps (creating) a named shared segment of `bytes`; nullptr on failure.
 void* mapShared(const std::string& name, size_t bytes, bool create);
 std::atomic<uint32_t>* bellOf(Process& p, int32_t pid);

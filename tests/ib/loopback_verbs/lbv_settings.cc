@@ -7,6 +7,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -47,6 +48,8 @@ int statusByName(const std::string& v) {
   return std::atoi(v.c_str());
 }
 
+}  // namespace
+
 // "lbv0:2:IB,lbv1:1:RoCE-down,lbv2:1:IB/1,lbv3:1:RoCEv1": name, port count,
 // link layer of each port (optionally DOWN; IB/<n>: on subnet n; RoCEv1:
 // RoCE v1 GIDs).
@@ -56,9 +59,9 @@ std::vector<DevConf> parseDevices(const char* spec) {
     std::vector<std::string> f = split(d, ':');
     DevConf dc;
     dc.name = f.empty() ? "lbv0" : f[0];
-    int nPorts = f.size() > 1 ? std::atoi(f[1].c_str()) : 1;
+    const int nPorts = std::clamp(f.size() > 1 ? std::atoi(f[1].c_str()) : 1, 1, kMaxPorts);
     std::string ll = f.size() > 2 ? f[2] : "IB";
-    for (int i = 0; i < (nPorts < 1 ? 1 : nPorts); ++i) {
+    for (int i = 0; i < nPorts; ++i) {
       PortConf pc;
       pc.linkLayer = ll.rfind("RoCE", 0) == 0 ? IBV_LINK_LAYER_ETHERNET : IBV_LINK_LAYER_INFINIBAND;
       pc.down = ll.find("-down") != std::string::npos;
@@ -128,8 +131,6 @@ std::vector<uint16_t> parsePkeys(const char* spec) {
   }
   return keys;
 }
-
-}  // namespace
 
 void loadSettings(Process& p) {
   const char* fabric = std::getenv("LOOPBACK_VERBS_FABRIC");
