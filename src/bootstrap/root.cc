@@ -60,7 +60,7 @@ class Root {
       for (;;) {
         SocketAddress from;
         int limitErr = 0;
-        Socket s = acceptOrWake(deadline_, /*late=*/false, &from, &limitErr);
+        Socket s = acceptOrWake(handlers, deadline_, /*late=*/false, &from, &limitErr);
         if (limitErr) {
           // Descriptors may come back as handlers finish: keep trying, but
           // answer the ranks that joined a while before their own deadlines
@@ -99,8 +99,9 @@ class Root {
   // once a handler ended the set-up (every rank joined, or a conflict): a
   // handler rings wake_, so the table goes out at once instead of at the
   // accept loop's next look at its flags.
-  Socket acceptOrWake(Deadline until, bool late, SocketAddress* from, int* limitErr) {
+  Socket acceptOrWake(std::list<Handler>& handlers, Deadline until, bool late, SocketAddress* from, int* limitErr) {
     for (;;) {
+      joinFinished(handlers);
       if (until.passed() || waitsEnded_.load() > (late ? 1 : 0)) return Socket();
       if (!late && (allJoined_.load() || conflict_.load())) return Socket();
       pollfd p[2] = {{listener_.fd(), POLLIN, 0}, {wake_.fd(), POLLIN, 0}};
@@ -144,7 +145,7 @@ class Root {
       for (;;) {
         SocketAddress from;
         int limitErr = 0;
-        Socket s = acceptOrWake(grace, /*late=*/true, &from, &limitErr);
+        Socket s = acceptOrWake(handlers, grace, /*late=*/true, &from, &limitErr);
         if (limitErr) {
           WEFT_INFO(kBootstrap, "bootstrap root at %s: after its timeout: accept failed: %s", addr_.str().c_str(),
                     strerror(limitErr));
@@ -158,9 +159,11 @@ class Root {
     }
   }
 
-  // One thread per connection, so a silent client stalls nobody; finished
-  // ones are joined as new ones come, so a flood leaves nothing behind.
-  void startHandler(std::list<Handler>& handlers, Socket s, const SocketAddress& from) {
+  // Finished handlers are joined when the accept loop wakes: a handler rings
+  // it as its last step, so none waits for the next connection or the end of
+  // the late grace. A process that exits meanwhile (the root's thread is
+  // detached) then holds no finished, unjoined thread.
+  static void joinFinished(std::list<Handler>& handlers) {
     for (auto it = handlers.begin(); it != handlers.end();) {
       if (it->done.load()) {
         it->thread.join();
@@ -169,6 +172,12 @@ class Root {
         ++it;
       }
     }
+  }
+
+  // One thread per connection, so a silent client stalls nobody; finished
+  // ones are joined at once (joinFinished), so a flood leaves nothing behind.
+  void startHandler(std::list<Handler>& handlers, Socket s, const SocketAddress& from) {
+    joinFinished(handlers);
     Handler& h = handlers.emplace_back();
     try {
       h.thread = std::thread([this, &h, sock = std::move(s), from]() mutable {
@@ -178,6 +187,7 @@ class Root {
           WEFT_WARN("bootstrap root: connection from %s failed: %s", from.str().c_str(), e.what());
         }
         h.done.store(true);
+        wakeAcceptLoop();
       });
     } catch (const std::system_error& e) {
       handlers.pop_back();

@@ -10,10 +10,13 @@
 // saves shows from the second on.
 //
 // The processes agree on the id through WEFT_COMM_ID (a free loopback port
-// chosen here) and WEFT_COMM_SECRET. Exit code 0 only when every rank of
-// every process checked its results.
+// below the ephemeral range, chosen here) and WEFT_COMM_SECRET. Exit code 0
+// only when every rank of every process checked its results.
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -138,12 +141,15 @@ int runProcess(int proc, int threads, int nranks, size_t count) {
   const auto t0 = std::chrono::steady_clock::now();
   for (int t = 0; t < threads; ++t)
     ranks.emplace_back([&, t] {
-      if (!runRank(proc * threads + t, nranks, count, &peak, &why[t])) failed++;
+      if (!runRank(proc * threads + t, nranks, count, &peak, &why[t])) {
+        failed++;
+        // Now, not after the join: the other ranks may wait for this one
+        // until WEFT_TIMEOUT_MS, and a test cut off before then said nothing.
+        fprintf(stderr, "rank %d: %s\n", proc * threads + t, why[t].c_str());
+      }
     });
   for (auto& r : ranks) r.join();
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  for (int t = 0; t < threads; ++t)
-    if (!why[t].empty()) fprintf(stderr, "rank %d: %s\n", proc * threads + t, why[t].c_str());
   std::string calls;
   for (int c = 0; c < peak.calls.load(); ++c)
     calls += (c ? " " : "") + std::to_string(peak.allToAllMs[c].load() / 1e3).substr(0, 5);
@@ -153,6 +159,38 @@ int runProcess(int proc, int threads, int nranks, size_t count) {
          peak.allReduceMs.load() / 1e3, calls.c_str(), failed ? "FAILED" : "ok");
   fflush(stdout);
   return failed ? 1 : 0;
+}
+
+// A loopback port for the bootstrap root that rank 0 can still bind when it
+// gets there. It must lie below the kernel's ephemeral range: the other
+// ranks' listeners and their connections to the root take ephemeral ports
+// while rank 0 is still starting, and one of them holding the root's port
+// made rank 0's bind fail (EADDRINUSE) while the 31 others waited for a root
+// that never came (WEFT_TIMEOUT_MS). Below the range only an explicit bind
+// can take a port, and the probe here sees those.
+int rootPort() {
+  int low = 32768;
+  if (FILE* f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "r")) {
+    if (fscanf(f, "%d", &low) != 1) low = 32768;
+    fclose(f);
+  }
+  const int first = 10000, span = low - first;
+  if (span <= 0) return -1;
+  for (int i = 0; i < 64; ++i) {
+    const int port = first + static_cast<int>((getpid() + i * 7919) % span);
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0) return -1;
+    const int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));  // as the root binds
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<uint16_t>(port));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    const bool free = bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0;
+    close(fd);
+    if (free) return port;
+  }
+  return -1;
 }
 
 }  // namespace
@@ -166,10 +204,13 @@ int main(int argc, char** argv) {
   const size_t count = argc > 3 ? strtoull(argv[3], nullptr, 10) : 1024;
   if (procs < 1 || threads < 1) return 2;
   if (!getenv("WEFT_COMM_ID")) {
-    // A port nobody listens on now: the kernel's next ephemeral one is as
-    // good as any, and a clash fails init clearly.
+    const int port = rootPort();
+    if (port < 0) {
+      fprintf(stderr, "no free loopback port below the ephemeral range for the bootstrap root\n");
+      return 1;
+    }
     char addr[64];
-    snprintf(addr, sizeof(addr), "127.0.0.1:%d", 20000 + static_cast<int>(getpid() % 30000));
+    snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
     setenv("WEFT_COMM_ID", addr, 1);
   }
   setenv("WEFT_COMM_SECRET", "scale-test", 0);
