@@ -178,11 +178,7 @@ class SocketTransport final : public Transport {
     std::string what = "rank " + std::to_string(peer) + " at " + info.addr.str();
     std::vector<Socket> sockets;
     connectData(ctx, tag, info, 0, deadline, what, &sockets);
-    auto p = baseParams(ctx, peer, tag, SocketConnection::Side::Send, nic.name);
-    p.service = service(ctx, SocketConnection::Side::Send);
-    p.peerName = what;
-    p.nSockets = info.nSockets;
-    p.nonce = info.nonce;
+    auto p = sendParams(ctx, peer, tag, info, nic.name, what);
     WEFT_INFO(kNet, "NET/Socket/%s: rank %d sends to %s (%u sockets, tag %lu)", nic.name.c_str(), ctx.rank,
               what.c_str(), info.nSockets, static_cast<unsigned long>(tag));
     return made(std::move(p), std::move(sockets), Socket());
@@ -225,6 +221,18 @@ class SocketTransport final : public Transport {
   }
 
   // Makes an end and keeps it in live_ while it exists.
+  // A sending end's parameters: the sockets and nonce come from what the
+  // receiving end published.
+  SocketConnection::Params sendParams(ConnectContext& ctx, int peer, uint64_t tag, const ConnectInfo& info,
+                                      const std::string& ifName, const std::string& what) {
+    auto p = baseParams(ctx, peer, tag, SocketConnection::Side::Send, ifName);
+    p.service = service(ctx, SocketConnection::Side::Send);
+    p.peerName = what;
+    p.nSockets = info.nSockets;
+    p.nonce = info.nonce;
+    return p;
+  }
+
   std::unique_ptr<SocketConnection> made(SocketConnection::Params p, std::vector<Socket> sockets, Socket listener) {
     const LiveEnds::Key k = LiveEnds::key(p.side, p.peer, p.tag);
     auto holder = std::make_shared<SocketConnection*>(nullptr);
@@ -280,11 +288,7 @@ class SocketTransport final : public Transport {
     std::vector<Socket> sockets;
     sockets.push_back(std::move(shared));
     connectData(ctx, tag, info, 1, deadline, what, &sockets);
-    auto p = baseParams(ctx, peer, tag, SocketConnection::Side::Send, nic.name);
-    p.service = service(ctx, SocketConnection::Side::Send);
-    p.peerName = what;
-    p.nSockets = info.nSockets;
-    p.nonce = info.nonce;
+    auto p = sendParams(ctx, peer, tag, info, nic.name, what);
     WEFT_INFO(kNet, "NET/Socket/%s: rank %d sends to %s on socket 0 of its connection from it (%u sockets, tag %lu)",
               nic.name.c_str(), ctx.rank, what.c_str(), info.nSockets, static_cast<unsigned long>(tag));
     return made(std::move(p), std::move(sockets), Socket());
