@@ -336,7 +336,9 @@ class Runner {
     // The first output receives the result; the others are copies of it.
     void* first = st.nSend ? out[0] : dst;
     if (!first) raise(weftInternalError, "rank %d: plan step has no output: %s", ctx_.rank, plan::describe(st).c_str());
-    if (ctx_.streamStores && !st.nSend && st.nRecv < 2) return reduceStreaming(dst, st, in, local, n);
+    // The caller's buffer as the one output: streamed past the cache
+    // (HostExecContext::streamStores).
+    if (ctx_.streamStores && !st.nSend && st.nRecv < 2) return reduceInto(dst, st, in, local, n, true);
     reduceInto(first, st, in, local, n);
     const size_t bytes = n * elem_;
     if (st.nSend && dst && dst != first) {
@@ -344,22 +346,6 @@ class Runner {
       else memcpy(dst, first, bytes);
     }
     for (int i = 1; i < st.nSend; i++) memcpy(out[i], first, bytes);
-  }
-
-  // reduceInto for a step whose one output is the caller's buffer, written
-  // with streaming stores (HostExecContext::streamStores).
-  void reduceStreaming(char* dst, const Step& st, const void* const in[2], const char* local, uint64_t n) {
-    const unsigned pre = (st.flags & plan::kPreOp) ? unsigned(kernels::kApplyPre) : 0u;
-    const unsigned post = (st.flags & plan::kPostOp) ? unsigned(kernels::kApplyPost) : 0u;
-    void* const outs[1] = {dst};
-    if (st.nRecv == 0) {
-      if (!local) raise(weftInternalError, "rank %d: plan step has no input: %s", ctx_.rank, plan::describe(st).c_str());
-      kernels::transformStreaming(outs, 1, local, n, op_, pre | post);
-    } else if (local) {
-      kernels::reduceStreaming(outs, 1, in[0], local, n, op_, pre | post);
-    } else {
-      kernels::transformStreaming(outs, 1, in[0], n, op_, post);
-    }
   }
 
   // A narrow wire format (plan::Wire): the received pieces are decoded to
@@ -390,17 +376,25 @@ class Runner {
   }
 
   // first = the step's inputs reduced in the plan's fixed order.
-  void reduceInto(void* first, const Step& st, const void* const in[2], const char* local, uint64_t n) {
+  // stream: write `first` with streaming stores (one or no received input).
+  void reduceInto(void* first, const Step& st, const void* const in[2], const char* local, uint64_t n,
+                  bool stream = false) {
     const unsigned pre = (st.flags & plan::kPreOp) ? unsigned(kernels::kApplyPre) : 0u;
     const unsigned post = (st.flags & plan::kPostOp) ? unsigned(kernels::kApplyPost) : 0u;
+    void* const outs[1] = {first};
+    auto transformTo = [&](const void* src, unsigned apply) {
+      if (stream) kernels::transformStreaming(outs, 1, src, n, op_, apply);
+      else kernels::transform(first, src, n, op_, apply);
+    };
     switch (st.nRecv) {
       case 0:
         if (!local) raise(weftInternalError, "rank %d: plan step has no input: %s", ctx_.rank, plan::describe(st).c_str());
-        kernels::transform(first, local, n, op_, pre | post);
+        transformTo(local, pre | post);
         break;
       case 1:
-        if (local) kernels::reduce(first, in[0], local, n, op_, pre | post);
-        else kernels::transform(first, in[0], n, op_, post);
+        if (!local) transformTo(in[0], post);
+        else if (stream) kernels::reduceStreaming(outs, 1, in[0], local, n, op_, pre | post);
+        else kernels::reduce(first, in[0], local, n, op_, pre | post);
         break;
       default:
         if (local) {
