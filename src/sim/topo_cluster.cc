@@ -365,6 +365,10 @@ TopoCluster topoClusterFromString(const std::string& text) {
 }
 
 std::vector<std::vector<int>> communicatorRingOrders(const TopoCluster& t, int nChannels) {
+  return communicatorRings(t, nChannels).orders;
+}
+
+topo::CommRings communicatorRings(const TopoCluster& t, int nChannels) {
   const std::vector<int>& hostOf = t.cluster.hostOf;
   if (!t.system || t.places.size() != hostOf.size() || nChannels < 1 || nChannels > topo::kMaxViewChannels) return {};
   const bool multiHost = t.layout.size() > 1;
@@ -388,7 +392,7 @@ std::vector<std::vector<int>> communicatorRingOrders(const TopoCluster& t, int n
     std::copy(it->second.begin(), it->second.end(), views.begin() + long(first));
     first = end;
   }
-  return topo::composeRings(hostOf, views, nChannels).orders;
+  return topo::composeRings(hostOf, views, nChannels);
 }
 
 TopoCluster loadTopoCluster(const std::string& path) {
