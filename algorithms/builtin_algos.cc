@@ -32,7 +32,8 @@ double ranksPerHost(const CostInputs& in) {
 double doubleTreeLatencyUs(const CostInputs& in) {
   const int hosts = std::clamp(in.nHosts, 1, in.nranks);
   const double netHops = log2ceil(hosts);
-  const double chain = ranksPerHost(in) - 1;
+  // The longest chain paces the tree: on uneven hosts, the fullest host's.
+  const double chain = (in.hostRanksMax > 0 ? std::min(in.hostRanksMax, in.nranks) : ranksPerHost(in)) - 1;
   const double intraHops = chain > 0 ? chain + std::max(netHops - 1, 0.0) : 0.0;
   return intraHops * in.intra.latencyUs + netHops * (multiHost(in) ? in.inter.latencyUs : 0.0);
 }
@@ -112,6 +113,7 @@ std::vector<AlgoInfo> builtinAlgos() {
   AlgoInfo ring{"ring", ringCollectives(), buildRing, ringCost, ringSteps};
   AlgoInfo binaryTree{"binarytree", allReduceOnly(), buildBinaryTree, binaryTreeCost, nullptr};
   AlgoInfo doubleTree{"tree", allReduceOnly(), buildDoubleTree, doubleTreeCost, nullptr};
+  doubleTree.pipelinesPerChannel = 2;  // each channel's slice split in two halves, one per tree
   return {ring, binaryTree, doubleTree, hierAlgoInfo(), oneShotAlgo(), hierTreeAlgoInfo(),
           recursiveDoublingAlgo()};
 }

@@ -39,11 +39,16 @@ double pipelinedUs(plan::Coll c, AlgoId a, const CostInputs& in, int channels, u
     const double S = std::max(1.0, std::ceil(perChannel / n / slice));
     return cal.baseUs + latencyTermUs(c, a, in) * S * handoffs + bytesUs;
   }
-  // A pipeline: depth in hops from the model's latency term.
+  // A pipeline: depth in hops from the model's latency term. k pipelines
+  // on the same links (pipelinesPerChannel) each move S pieces of 1/k of
+  // the bytes: (depth + S - 1) stages, each a hand-off; the steady stages
+  // move every pipeline's piece through the busiest link (bytesUs in all),
+  // a filling stage one pipeline's piece over one link (bytesUs / kS).
   const double depth = std::max(1.0, std::round(latencyTermUs(c, a, in) / std::max(L, 1e-9)));
   const auto share = algoInfo(a).pipelineShare;
-  const double S = std::max(1.0, std::ceil(perChannel * (share ? share(c, in) : 1.0) / slice));
-  return cal.baseUs + (depth + S - 1) * (handoffs * L + bytesUs / S);
+  const double k = std::max(algoInfo(a).pipelinesPerChannel, 1);
+  const double S = std::max(1.0, std::ceil(perChannel * (share ? share(c, in) : 1.0) / k / slice));
+  return cal.baseUs + (depth + S - 1) * handoffs * L + bytesUs + (depth - 1) * bytesUs / (k * S);
 }
 
 CallShape shapeCall(plan::Coll c, AlgoId a, const CostInputs& in, const plan::FifoGeometry& g) {

@@ -44,6 +44,11 @@ struct AlgoInfo {
   // is infinite, so the selector picks it only when WEFT_ALGO leaves
   // nothing else. Its builder must still produce a correct plan.
   bool (*applies)(plan::Coll c, const CostInputs& in) = nullptr;
+  // For a pipeline: how many pipelines split a channel's bytes over the
+  // same links (the double tree's two trees, each half the slices). Each
+  // carries 1/k of them in pieces of its own, so the pieces, the hand-offs
+  // and the fill are counted per pipeline; the links carry all of them.
+  int pipelinesPerChannel = 1;
 
   bool implements(plan::Coll c) const { return supports[static_cast<int>(c)]; }
 };

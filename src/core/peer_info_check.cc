@@ -122,6 +122,8 @@ void checkHostRingViews(const std::vector<topo::HostRingView>& views, int nChann
     const topo::HostRingView& v = views[r];
     checkPathType(r, "intraType", v.intraType);
     checkPathType(r, "nicType", v.nicType);
+    if (v.hostMemory != 0 && v.hostMemory != 1)
+      raise(weftRemoteError, "rank %zu sent a ring view with hostMemory %d (0 or 1)", r, int(v.hostMemory));
     checkBandwidth(r, "nicBw", -1, v.nicBw);
     for (int c = 0; c < channels; ++c) {
       checkBandwidth(r, "bw", c, v.bw[c]);

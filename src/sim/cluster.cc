@@ -33,9 +33,19 @@ int Cluster::nicOf(int r, int conn) const {
   return c.rails.empty() ? -1 : hostNics[size_t(hostOf[size_t(r)])][size_t(ib::nicForChannel(c, conn))];
 }
 
+const std::vector<int>* Cluster::via(int a, int b) const {
+  if (localOf.empty()) return nullptr;
+  const auto& pairs = hostVia[size_t(hostOf[size_t(a)])];
+  if (pairs.empty()) return nullptr;
+  const auto ranks = size_t(std::lround(std::sqrt(double(pairs.size()))));
+  const auto& v = pairs[size_t(localOf[size_t(a)]) * ranks + size_t(localOf[size_t(b)])];
+  return v.empty() ? nullptr : &v;
+}
+
 void Cluster::route(int a, int b, int conn, std::vector<int>* links) const {
   if (hostOf[size_t(a)] == hostOf[size_t(b)]) {
     links->push_back(rankOut[size_t(a)]);
+    if (const std::vector<int>* v = via(a, b)) links->insert(links->end(), v->begin(), v->end());
     links->push_back(rankIn[size_t(b)]);
     return;
   }
@@ -94,6 +104,22 @@ void validate(const Cluster& c) {
   }
   for (size_t r = 0; r < n; r++)
     if (c.hostOf[r] < 0) raise(weftInvalidArgument, "sim: rank %zu has host index %d", r, c.hostOf[r]);
+  if (!c.localOf.empty()) {
+    std::vector<size_t> ranks(c.hostVia.size(), 0);
+    for (size_t r = 0; r < n; r++) {
+      if (size_t(c.hostOf[r]) >= ranks.size())
+        raise(weftInvalidArgument, "sim: rank %zu's host %d has no in-host routes", r, c.hostOf[r]);
+      ranks[size_t(c.hostOf[r])]++;
+    }
+    if (c.localOf.size() != n) raise(weftInvalidArgument, "sim: the cluster's local indices do not have %zu entries", n);
+    for (size_t h = 0; h < c.hostVia.size(); h++) {
+      if (!c.hostVia[h].empty() && c.hostVia[h].size() != ranks[h] * ranks[h])
+        raise(weftInvalidArgument, "sim: host %zu's in-host routes are not one per pair of its ranks", h);
+      for (const auto& v : c.hostVia[h])
+        for (int l : v)
+          if (l < 0 || size_t(l) >= c.linkGBs.size()) raise(weftInvalidArgument, "sim: an in-host route crosses no link");
+    }
+  }
   if (!(c.stepOverheadUs >= 0)) raise(weftInvalidArgument, "sim: a negative per-step overhead");
 }
 

@@ -2,7 +2,8 @@
 // bandwidth and a per-hop latency, and the route between any two ranks.
 //
 // Inside a host a transfer crosses the sender's link out and the receiver's
-// link in (NVLink, shared memory: each rank has its own). Across hosts it
+// link in (NVLink, shared memory: each rank has its own), and between GPUs
+// that are not peer-to-peer the host's links in between (hostVia). Across hosts it
 // crosses the sending NIC's link up to its switch, the switches' links on
 // the fewest-hops route between the two switches (a top-of-rack uplink to a
 // spine carries every flow between its rack and the others: oversubscription
@@ -28,6 +29,13 @@ struct Cluster {
   std::vector<double> linkLatUs;  // latency a transfer pays for crossing it
   std::vector<std::string> linkName;
   std::vector<int> rankOut, rankIn;  // per rank: its own links inside the host
+  // Same-host pairs whose bytes leave their own links (GPUs that are not
+  // peer-to-peer: through pinned host memory, up one socket's PCIe tree,
+  // across the sockets' link, down the other's): per host, per (local a,
+  // local b) at [a * ranks + b], the links crossed between a's own link out
+  // and b's own link in; empty for every pair: none (localOf then empty).
+  std::vector<std::vector<std::vector<int>>> hostVia;
+  std::vector<int> localOf;  // per rank: its index among its host's ranks (with hostVia)
   // Per rank: its NIC choice (ib::chooseNics: rails index its host's
   // hostNics; no rails when the host has none).
   std::vector<ib::NicChoice> rankNics;
@@ -51,6 +59,8 @@ struct Cluster {
   // Appends the links a transfer from rank a to rank b on connection
   // `conn` crosses.
   void route(int a, int b, int conn, std::vector<int>* links) const;
+  // The links between a's and b's own on one host (hostVia; nullptr: none).
+  const std::vector<int>* via(int a, int b) const;
   int hosts() const;
 };
 

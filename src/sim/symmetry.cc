@@ -50,6 +50,31 @@ class IndexMap {
   std::vector<int> to_, from_;
 };
 
+// The in-host routes between ranks that are not peer-to-peer (hostVia),
+// pair onto pair under the permutation `to`.
+bool viaImage(const Cluster& c, const std::vector<int>& to, LinkMapper& links) {
+  std::vector<std::vector<int>> members(c.hostVia.size());
+  for (size_t r = 0; r < c.hostOf.size(); r++) members[size_t(c.hostOf[r])].push_back(int(r));
+  for (size_t r = 0; r < c.hostOf.size(); r++) {
+    const int s = to[r];
+    if (c.hostVia[size_t(c.hostOf[r])].empty() != c.hostVia[size_t(c.hostOf[size_t(s)])].empty()) return false;
+    if (c.hostVia[size_t(c.hostOf[r])].empty()) continue;
+    for (int r2 : members[size_t(c.hostOf[r])]) {
+      if (r2 == int(r)) continue;
+      const std::vector<int>* a = c.via(int(r), r2);
+      const std::vector<int>* b = c.via(s, to[size_t(r2)]);
+      if (!a || !b) {
+        if (a != b) return false;
+        continue;
+      }
+      if (a->size() != b->size()) return false;
+      for (size_t k = 0; k < a->size(); k++)
+        if (!links.map((*a)[k], (*b)[k])) return false;
+    }
+  }
+  return true;
+}
+
 // The rank permutation `to` as a map of the links every route can cross,
 // or an empty vector when it does not map the cluster onto itself.
 std::vector<int> linkImage(const Cluster& c, const std::vector<int>& to) {
@@ -77,6 +102,7 @@ std::vector<int> linkImage(const Cluster& c, const std::vector<int>& to) {
       if (sa >= 0) usedSwitches.push_back(sa);
     }
   }
+  if (!c.localOf.empty() && !viaImage(c, to, links)) return {};
   std::sort(usedSwitches.begin(), usedSwitches.end());
   usedSwitches.erase(std::unique(usedSwitches.begin(), usedSwitches.end()), usedSwitches.end());
   const size_t ns = size_t(c.nSwitches);

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "src/topology/comm_topo.h"
+#include "src/topology/paths.h"
 #include "src/topology/topo_file.h"
 #include "transports/ib/nic_locality.h"
 #include "src/util/error.h"
@@ -177,6 +178,7 @@ class Builder {
   }
 
   void hostLinks(int h);
+  void hostVia(int h, const std::vector<int>& gpus);
   // Where the communicator would place the rank (its GPU, else a CPU node);
   // without a node to place it on, the cluster has no ring orders.
   void placeRank(int h, int gpu, int localIndex) {
@@ -274,7 +276,40 @@ void Builder::hostLinks(int h) {
     c.rankIn.push_back(c.addLink(bw, 0, name + "/rank" + std::to_string(l) + ".in"));
     c.addRankNics(l, rankPorts(h, gpus.empty() ? -1 : gpus[size_t(l)], nicNodes));
     placeRank(h, gpus.empty() ? -1 : gpus[size_t(l)], l);
+    c.localOf.push_back(l);
   }
+  hostVia(h, gpus);
+}
+
+// Between GPUs that are not peer-to-peer the bytes go through pinned host
+// memory: the widest path's links between the two GPUs' own (the sockets'
+// link, a PCI switch's uplink), one cluster link per direction of each,
+// shared by every pair of the host that crosses it.
+void Builder::hostVia(int h, const std::vector<int>& gpus) {
+  Cluster& c = out_.cluster;
+  const size_t L = size_t(out_.layout[size_t(h)]);
+  c.hostVia.emplace_back();
+  if (gpus.empty()) return;
+  std::vector<std::vector<int>> pairs(L * L);
+  std::map<int, int> linkOf;  // graph link * 2 + direction -> cluster link
+  bool any = false;
+  for (size_t a = 0; a < L; a++)
+    for (size_t b = 0; b < L; b++) {
+      if (a == b || topo::peerTopoKind(sys_, {h, gpus[a]}, {h, gpus[b]}) != topo::PeerTopoKind::Shm) continue;
+      const topo::Path p = topo::findPath(sys_, gpus[a], gpus[b]);
+      for (size_t k = 1; k + 1 < p.hops.size(); k++) {
+        const topo::Hop& hop = p.hops[k];
+        const topo::Link& l = sys_.links[size_t(hop.link)];
+        auto [it, fresh] = linkOf.emplace(hop.link * 2 + (hop.forward ? 0 : 1), -1);
+        if (fresh) {
+          const int from = hop.forward ? l.a : l.b, to = hop.forward ? l.b : l.a;
+          it->second = c.addLink(l.bw, 0, sys_.key(from) + "->" + sys_.key(to));
+        }
+        pairs[a * L + b].push_back(it->second);
+        any = true;
+      }
+    }
+  if (any) c.hostVia.back() = std::move(pairs);
 }
 
 // Fewest-hops routes between switches (breadth first, neighbours in link
@@ -365,6 +400,10 @@ TopoCluster topoClusterFromString(const std::string& text) {
 }
 
 std::vector<std::vector<int>> communicatorRingOrders(const TopoCluster& t, int nChannels) {
+  return communicatorRings(t, nChannels).orders;
+}
+
+topo::CommRings communicatorRings(const TopoCluster& t, int nChannels) {
   const std::vector<int>& hostOf = t.cluster.hostOf;
   if (!t.system || t.places.size() != hostOf.size() || nChannels < 1 || nChannels > topo::kMaxViewChannels) return {};
   const bool multiHost = t.layout.size() > 1;
@@ -388,7 +427,7 @@ std::vector<std::vector<int>> communicatorRingOrders(const TopoCluster& t, int n
     std::copy(it->second.begin(), it->second.end(), views.begin() + long(first));
     first = end;
   }
-  return topo::composeRings(hostOf, views, nChannels).orders;
+  return topo::composeRings(hostOf, views, nChannels);
 }
 
 TopoCluster loadTopoCluster(const std::string& path) {

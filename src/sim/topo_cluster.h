@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "src/sim/cluster.h"
+#include "src/topology/comm_topo.h"
 #include "src/topology/rings.h"
 
 namespace weft::sim {
@@ -50,6 +51,9 @@ struct TopoCluster {
 // topo::composeRings, as the communicator does at init): each host's chain
 // enters and leaves at the devices nearest that channel's NIC.
 std::vector<std::vector<int>> communicatorRingOrders(const TopoCluster& t, int nChannels);
+// The same with the summary the communicator prices its calls from
+// (topo::costInputsFromTopology); no orders when the cluster has no places.
+topo::CommRings communicatorRings(const TopoCluster& t, int nChannels);
 
 TopoCluster topoClusterFromString(const std::string& text);
 // Errors carry the path.

@@ -82,7 +82,10 @@ std::vector<HostRingView> hostRingViews(const System& sys, const std::vector<Ran
       for (int i : ranksOfDevice[dev]) views[i].pos[c] = static_cast<int16_t>(pos++);
     for (auto& v : views) v.bw[c] = static_cast<float>(bw), v.hostBw[c] = static_cast<float>(inHost);
   }
+  int8_t hostMemory = 0;
+  for (int dev : devices) hostMemory |= sys.nodes[size_t(dev)].kind != NodeKind::Gpu ? 1 : 0;
   for (auto& v : views) {
+    v.hostMemory = hostMemory;
     v.nicBw = slowestNic;
     v.intraType = static_cast<int8_t>(intraType);
     v.nicType = static_cast<int8_t>(nicType);
@@ -109,6 +112,7 @@ CommRings composeRings(const std::vector<int>& hostOf, const std::vector<HostRin
     if (s.nHosts > 1 && v.nicBw > 0) s.interHostBw = s.interHostBw == 0 ? v.nicBw : std::min<double>(s.interHostBw, v.nicBw);
     if (s.nHosts > 1) s.hostNicBw.push_back(v.nicBw);
     s.intraType = worse(s.intraType, static_cast<PathType>(v.intraType));
+    s.hostMemoryRanks = s.hostMemoryRanks || v.hostMemory != 0;
     if (s.nHosts > 1) s.nicType = worse(s.nicType, static_cast<PathType>(v.nicType));
     for (int c = 0; c < nChannels; ++c) {
       s.ringBwPerChannel = std::min<double>(s.ringBwPerChannel, v.bw[c]);

@@ -32,7 +32,8 @@ struct HostRingView {
   float nicBw = 0;                     // slowest NIC the host's channels use, GB/s (0: none)
   int8_t intraType = 0;                // PathType: worst device-to-device hop in the host
   int8_t nicType = 0;                  // PathType: worst device-to-NIC hop (LOC without NICs)
-  int8_t pad[2] = {};
+  int8_t hostMemory = 0;               // 1: a rank of the host runs on a CPU node (the CPU copies its bytes)
+  int8_t pad = 0;
 };
 
 // The views of the ranks of one host (hostRanks: their places, in rank

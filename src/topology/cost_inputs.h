@@ -14,8 +14,9 @@ namespace weft::topo {
 //    (ringBwPerChannel x channels); kept when no NIC is known.
 //  - intra.bandwidthGBs: the rings' total inside the hosts (their chains and
 //    NIC legs, not the NIC's speed: TopoSummary::ringHostBwPerChannel); capped by the measured shared
-//    memory bandwidth unless the host's paths are GPU peer-to-peer (NVL, PIX,
-//    PXB), because between CPUs every byte goes through host memory.
+//    memory bandwidth where ranks run on CPU nodes (the CPU copies every
+//    byte); GPU ranks, peer-to-peer or through host memory, get their paths'
+//    links (PCIe, NVLink, the sockets' link).
 //  - latencies, nranks: measured and given.
 algo::CostInputs costInputsFromTopology(const TopoSummary& s, int nranks, const algo::CostInputs& measured);
 

@@ -330,6 +330,7 @@ TopoSummary summarize(const System& sys, const std::vector<RankPlace>& ranks, in
   s.nChannels = nChannels;
   std::map<int, int> perHost;
   for (const auto& p : ranks) s.maxRanksPerHost = std::max(s.maxRanksPerHost, ++perHost[p.host]);
+  for (const auto& p : ranks) s.hostMemoryRanks = s.hostMemoryRanks || sys.nodes[size_t(p.device)].kind != NodeKind::Gpu;
   s.ringBwPerChannel = rings.channels.empty() ? 0 : kLocalBw;
   for (const auto& c : rings.channels) {
     s.ringBwPerChannel = std::min(s.ringBwPerChannel, c.bw);

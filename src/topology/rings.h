@@ -87,6 +87,9 @@ struct TopoSummary {
   std::vector<double> hostNicBw;  // per host in ring order: its slowest NIC in use, GB/s (empty on one host)
   PathType intraType = PathType::Loc;
   PathType nicType = PathType::Loc;
+  // Some rank runs on a CPU node: its bytes are copied by the CPU through
+  // host memory, at the measured shared-memory pace whatever the links say.
+  bool hostMemoryRanks = false;
 };
 TopoSummary summarize(const System& sys, const std::vector<RankPlace>& ranks, int nChannels);
 

@@ -1,6 +1,8 @@
 // The pipeline model: which channel count and slice each algorithm gets.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "algorithms/pipeline_model.h"
 #include "algorithms/registry.h"
 #include "algorithms/selector.h"
@@ -119,6 +121,30 @@ TEST(PipelineModel, ChannelsWithOwnPathsHandOffSideBySide) {
   // channel's over an eighth of the slices.
   EXPECT_LT(eight, one / 4);
   EXPECT_EQ(algo::shapeCall(Coll::AllReduce, algo::kRing, in, slots512k()).nChannels, 8);
+}
+
+// The double tree splits a channel's bytes over its two trees, each in
+// pieces of its own: 256 KB on one channel in 128 KB slices is one piece
+// per tree, as in 256 KB slices (the model counted two pieces of the whole
+// channel, priced the larger slice as a pipeline, and picked it on two
+// hosts where the simulation ran it 1.5x slower). Its fill stages move one
+// tree's piece over one link: in 64 KB slices (two pieces per tree) depth
+// + 1 hand-offs, the bytes term once, and depth - 1 filling stages of a
+// quarter of it (one piece of one tree: 1/2 of 1/2).
+TEST(PipelineModel, DoubleTreeCountsPiecesPerTree) {
+  algo::CostInputs in = oneHost(4, 256 * 1024);
+  in.nranks = 4;
+  in.nHosts = 2;
+  in.inter = {5.0, 10.0};
+  const double one = algo::pipelinedUs(Coll::AllReduce, algo::kDoubleTree, in, 1, 256 * 1024);
+  EXPECT_NEAR(algo::pipelinedUs(Coll::AllReduce, algo::kDoubleTree, in, 1, 128 * 1024), one, 1e-9);
+  // A single tree's pipeline has two pieces in 128 KB slices.
+  EXPECT_GT(algo::pipelinedUs(Coll::AllReduce, algo::kBinaryTree, in, 1, 256 * 1024),
+            algo::pipelinedUs(Coll::AllReduce, algo::kBinaryTree, in, 1, 128 * 1024));
+  const double L = algo::hopLatencyUs(in), bytesUs = algo::bytesTermUs(Coll::AllReduce, algo::kDoubleTree, in);
+  const double depth = std::round(algo::latencyTermUs(Coll::AllReduce, algo::kDoubleTree, in) / L);
+  EXPECT_NEAR(algo::pipelinedUs(Coll::AllReduce, algo::kDoubleTree, in, 1, 64 * 1024),
+              (depth + 1) * L + bytesUs + (depth - 1) * bytesUs / 4, 1e-6);
 }
 
 TEST(Selector, SelectCallCombinesAlgorithmAndShape) {

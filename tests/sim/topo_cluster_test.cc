@@ -98,6 +98,46 @@ TEST(SimTopoCluster, OversubscribedUplinkSlowsTheRing) {
   EXPECT_GT(s, f * 5) << "fast " << f << " us, slow " << s << " us";
 }
 
+// One host, two sockets joined by an SMP link of `smpGBs`, two GPUs on a
+// PCI switch under each (24 GB/s links): GPUs of one socket are
+// peer-to-peer, the others meet through host memory.
+Json twoSocketJson(double smpGBs) {
+  Json host = {{"name", "box"}, {"nodes", Json::array()}, {"links", Json::array()}};
+  for (int s = 0; s < 2; s++) {
+    const std::string cpu = "cpu" + std::to_string(s), sw = "sw" + std::to_string(s);
+    host["nodes"].push_back({{"id", cpu}, {"kind", "cpu"}, {"numa", s}, {"package", s}});
+    host["nodes"].push_back({{"id", sw}, {"kind", "pci_switch"}, {"numa", s}});
+    host["links"].push_back({{"a", cpu}, {"b", sw}, {"kind", "pci"}, {"bw", 24}});
+    for (int g = 2 * s; g < 2 * s + 2; g++) {
+      const std::string id = "gpu" + std::to_string(g);
+      host["nodes"].push_back({{"id", id}, {"kind", "gpu"}, {"cuda_dev", g}, {"sm", 80}, {"numa", s}});
+      host["links"].push_back({{"a", sw}, {"b", id}, {"kind", "pci"}, {"bw", 24}});
+    }
+  }
+  host["links"].push_back({{"a", "cpu0"}, {"b", "cpu1"}, {"kind", "smp"}, {"bw", smpGBs}});
+  return {{"weft_topology", 1}, {"hosts", Json::array({host})}};
+}
+
+// GPUs that are not peer-to-peer cross the sockets' link (through pinned
+// host memory), shared by every pair that crosses it; peers on one switch
+// do not. Without it the ring ran at the GPUs' 24 GB/s whatever the SMP
+// link's speed.
+TEST(SimTopoCluster, GpusAcrossSocketsShareTheSmpLink) {
+  const auto slow = sim::topoClusterFromString(twoSocketJson(6).dump());
+  const auto fast = sim::topoClusterFromString(twoSocketJson(100).dump());
+  std::vector<int> links;
+  slow.cluster.route(1, 2, 0, &links);  // gpu1 -> gpu2: up sw0, across, down sw1
+  ASSERT_EQ(links.size(), 5u);
+  EXPECT_DOUBLE_EQ(slow.cluster.linkGBs[size_t(links[2])], 6);
+  links.clear();
+  slow.cluster.route(0, 1, 0, &links);  // gpu0 -> gpu1: one switch, peer-to-peer
+  EXPECT_EQ(links.size(), 2u);
+  const uint64_t count = 4 << 20;
+  const double s = ringUs(slow.cluster, count), f = ringUs(fast.cluster, count);
+  EXPECT_GT(s, f * 2.5) << "fast " << f << " us, slow " << s << " us";
+  EXPECT_NO_THROW(sim::validate(slow.cluster));
+}
+
 TEST(SimTopoCluster, DegradedHostsRunTheirNicsSlower) {
   Json doc = clusterJson(4, 1, 100);
   doc["simulation"] = {{"degraded", {{{"host", "h2"}, {"fraction", 0.25}, {"latency_us", 20}}}}};

@@ -94,6 +94,8 @@ TEST(PeerInfoCheck, RingViewsMustHoldPathTypesAndBandwidths) {
   EXPECT_EQ(check([](topo::HostRingView&) {}), weftSuccess);
   EXPECT_EQ(check([](topo::HostRingView& v) { v.intraType = 8; }), weftRemoteError);
   EXPECT_EQ(check([](topo::HostRingView& v) { v.nicType = -1; }), weftRemoteError);
+  EXPECT_EQ(check([](topo::HostRingView& v) { v.hostMemory = 1; }), weftSuccess);
+  EXPECT_EQ(check([](topo::HostRingView& v) { v.hostMemory = 2; }), weftRemoteError);
   EXPECT_EQ(check([](topo::HostRingView& v) { v.bw[1] = NAN; }), weftRemoteError);
   EXPECT_EQ(check([](topo::HostRingView& v) { v.bw[1] = -1.f; }), weftRemoteError);
   EXPECT_EQ(check([](topo::HostRingView& v) { v.nicBw = INFINITY; }), weftRemoteError);

@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -27,6 +28,7 @@
 #include "src/core/tune_file.h"
 #include "src/sim/sim_call.h"
 #include "src/sim/topo_cluster.h"
+#include "src/topology/cost_inputs.h"
 #include "src/util/error.h"
 
 using namespace weft;
@@ -49,6 +51,10 @@ struct Options {
   // Per channel, the communicator's ring order on a topology file's cluster
   // (empty: rank order, as a communicator without a topology has it).
   std::vector<std::vector<int>> channelOrders;
+  // What the communicator's ring views say of a topology file's cluster
+  // (empty: no topology, or ranks without places): the cost model's
+  // bandwidths come from it as a communicator's do.
+  std::optional<topo::TopoSummary> ringSummary;
   std::string algos;  // empty: every algorithm that implements the collective
 };
 
@@ -158,6 +164,9 @@ algo::CostInputs costInputs(const Options& o, uint64_t bytes) {
       o.simple.hostNicGBs.empty() ? std::vector<double>(o.layout.size(), o.simple.nicGBs) : o.simple.hostNicGBs);
   in.hostRanksMin = *std::min_element(o.layout.begin(), o.layout.end());
   in.hostRanksMax = *std::max_element(o.layout.begin(), o.layout.end());
+  // A topology file's cluster: the links' bandwidths as the communicator
+  // takes them from its ring views (the command line's cluster has no graph).
+  if (o.ringSummary) in = topo::costInputsFromTopology(*o.ringSummary, in.nranks, in);
   return in;
 }
 
@@ -302,7 +311,9 @@ int main(int argc, char** argv) {
     if (!o.topoFile.empty()) {
       const double stepUs = o.simple.stepOverheadUs;  // the command line's wins over the file's
       sim::TopoCluster t = sim::loadTopoCluster(o.topoFile);
-      o.channelOrders = sim::communicatorRingOrders(t, o.channels);
+      topo::CommRings rings = sim::communicatorRings(t, o.channels);
+      o.channelOrders = rings.orders;
+      if (!rings.orders.empty()) o.ringSummary = rings.summary;
       o.cluster = std::move(t.cluster);
       o.simple = t.summary;
       o.layout = t.layout;
