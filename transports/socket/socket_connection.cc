@@ -233,6 +233,12 @@ int64_t SocketConnection::idleWait(std::vector<pollfd>* fds) {
   return -1;  // otherwise the bell (a post, a freed slot) or a socket wakes it
 }
 
+bool SocketConnection::standsBack() const {
+  // The executor rings when it stops moving these bytes (idle()) or leaves
+  // a slot unsent (posted()), which ends the nap.
+  return done_ || executorActive();
+}
+
 bool SocketConnection::halted() const {
   return halt_.load(std::memory_order_relaxed) || (p_.abortFlag && p_.abortFlag->load(std::memory_order_relaxed)) ||
          proxyEnd_.failed();

@@ -166,6 +166,7 @@ class SocketConnection final : public Connection, private FifoProgress, private 
   bool progress() override;
   void failed(const std::exception& e) noexcept override;
   int64_t idleWait(std::vector<pollfd>* fds) override;
+  bool standsBack() const override;
   bool sendStep();
   bool recvStep();
   // Writes what the sockets take of slots [0, posted) and frees the slots
