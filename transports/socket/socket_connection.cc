@@ -66,7 +66,8 @@ SocketConnection::SocketConnection(Params params, std::vector<Socket> sockets, S
   // Where ranks outnumber cores too: the executor then polls only after
   // each yield (host_executor.cc), which is how a rank with no proxy
   // thread to wake hears from its peer soonest.
-  inlineMaxBytes_ = inl == 1 ? kDefaultInlineMaxBytes : static_cast<uint64_t>(inl);
+  if (inl == 1) inlineMaxBytes_ = p_.ranksFillCores ? kInlineEveryPiece : kDefaultInlineMaxBytes;
+  else inlineMaxBytes_ = static_cast<uint64_t>(inl);
   if (inlineMaxBytes_ != 0) end.progress = this;
   // WEFT_SOCKET_DIRECT: 0 off, else the smallest piece moved straight from
   // or into the caller's memory.
