@@ -75,6 +75,13 @@ bool ProxyService::pass() {
   return progressed;
 }
 
+bool ProxyService::everyTaskStandsBack() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const ProxyTask* t : tasks_)
+    if (!t->standsBack()) return false;
+  return true;
+}
+
 void ProxyService::nap(uint32_t seen) {
   int64_t limit = knobs_.sleepSliceNs;
   fds_.clear();
@@ -117,7 +124,7 @@ void ProxyService::run(int logRank) {
       continue;
     }
     const WaitPhase phase = backoff.idle();
-    if (phase == WaitPhase::Sleep) nap(seen);
+    if (phase == WaitPhase::Sleep || (phase == WaitPhase::Yield && everyTaskStandsBack())) nap(seen);
     else backoff.pause(phase, &bell_, seen);
   }
 }

@@ -41,6 +41,14 @@ class ProxyTask {
     (void)fds;
     return -1;
   }
+  // True while something else moves this task's bytes (an executor that
+  // reads and writes its sockets itself), so that a pass finding nothing
+  // says nothing of when the next one will: when every task stands back
+  // the service naps at once instead of yielding first, and its core goes
+  // to the ranks. A service yielding for its whole window after each call
+  // of a communicator kept one of two cores busy for milliseconds while
+  // both ranks' executors shared the other.
+  virtual bool standsBack() const { return false; }
 };
 
 class ProxyService {
@@ -71,6 +79,7 @@ class ProxyService {
  private:
   void run(int logRank);
   bool pass();
+  bool everyTaskStandsBack() const;
   // The nap once idle: on the bell alone, or in poll() on the tasks'
   // descriptors and the wake eventfd.
   void nap(uint32_t seen);

@@ -93,6 +93,9 @@ struct ConnectContext {
   // core, so a proxy thread the kernel wakes on arrival beats the executor
   // moving bytes itself.
   bool oversubscribed = false;
+  // Fewer than two cores per rank on this host: a proxy thread has no core
+  // of its own to move bytes on while its executor computes.
+  bool ranksFillCores = false;
   const std::atomic<bool>* abortFlag = nullptr;
   // Reports an asynchronous failure of a connection (a proxy thread lost its
   // socket): the communicator records it as its async error.

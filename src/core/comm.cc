@@ -419,6 +419,7 @@ int placeOnHosts(weftComm* comm) {
   int local = 0;
   for (const PeerInfo& p : comm->peers) local += p.hostHash == self.hostHash;
   comm->oversubscribed = local > ncpu;
+  comm->ranksFillCores = 2 * local > ncpu;
   const std::string spin = comm->config.get(settings::kSpin).value_or("auto");
   std::optional<SpinMode> mode = parseSpinMode(spin);
   if (!mode) {

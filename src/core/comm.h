@@ -87,6 +87,9 @@ struct weftComm {
   std::vector<int> hostOf;
   // More ranks on this host than CPUs this process may run on.
   bool oversubscribed = true;
+  // Fewer than two CPUs per rank of this host: a rank's proxy threads run
+  // on the cores of ranks, not beside them.
+  bool ranksFillCores = true;
   // This rank's waits busy-poll at first (WEFT_SPIN; by default when it is
   // not oversubscribed), else they yield soon (rankWaitKnobs).
   bool busyPoll = false;

@@ -22,6 +22,7 @@ Connections::Connections(weftComm* comm) : comm_(comm), transports_(*comm->trans
   ctx_.secret = comm->bootstrap->secret();
   ctx_.timeoutMs = comm->timeoutMs;
   ctx_.oversubscribed = comm->oversubscribed;
+  ctx_.ranksFillCores = comm->ranksFillCores;
   ctx_.abortFlag = &comm->aborting;
   ctx_.onAsyncError = [comm](weftResult_t code, const std::string& why) { comm->setAsyncError(code, why); };
 }

@@ -44,7 +44,8 @@ WEFT_SETTING(kAllToAllMaxPeers, "WEFT_ALLTOALL_MAX_PEERS", Int, "64", Comm,
 WEFT_SETTING(kSocketNSocks, "WEFT_SOCKET_NSOCKS", Int, "2", Comm, "TCP sockets per socket-transport connection")
 WEFT_SETTING(kSocketBidir, "WEFT_SOCKET_BIDIR", Int, "1", Comm,
              "1: a socket-transport connection to a peer that already has one the other way reuses its sockets")
-WEFT_SETTING(kSocketInline, "WEFT_SOCKET_INLINE", Int, "1", Comm, "largest piece the executor moves itself")
+WEFT_SETTING(kSocketInline, "WEFT_SOCKET_INLINE", Int, "1", Comm,
+             "largest piece the executor moves itself (0: none; 1: 32K, or every piece under two cores per rank)")
 WEFT_SETTING(kSocketDirect, "WEFT_SOCKET_DIRECT", Int, "64K", Comm,
              "smallest piece sent from / received into the caller's buffer instead of a staging slot (0: never)")
 WEFT_SETTING(kSocketBuffsize, "WEFT_SOCKET_BUFFSIZE", Int, "4M", Process, "SO_SNDBUF/SO_RCVBUF of data sockets")

@@ -35,7 +35,7 @@ class SocketDirectCollectives : public ::testing::TestWithParam<int> {
     setenv("WEFT_TIMEOUT_MS", "60000", 1);
   }
   void TearDown() override {
-    for (const char* v : {"WEFT_SHM_DISABLE", "WEFT_BUFFSIZE", "WEFT_SOCKET_DIRECT"}) unsetenv(v);
+    for (const char* v : {"WEFT_SHM_DISABLE", "WEFT_BUFFSIZE", "WEFT_SOCKET_DIRECT", "WEFT_SOCKET_INLINE"}) unsetenv(v);
   }
 
   // Runs every collective at every count over n thread ranks.
@@ -75,6 +75,17 @@ TEST_P(SocketDirectCollectives, AroundTheThreshold) {
 // The default geometry and threshold (512 KB slots, 64 KB) with a few
 // megabytes a call.
 TEST_P(SocketDirectCollectives, DefaultsAtMegabytes) { runAll(GetParam(), {16 * 1024 + 1, 700001}, 500); }
+
+// Which thread moves a large piece depends on the host's cores per rank
+// (the executor every piece under two, else the proxies past 32 KB): both
+// movers, whatever this machine has.
+TEST_P(SocketDirectCollectives, ExecutorOrProxiesMoveLargePieces) {
+  for (const char* inl : {"32768", "1073741824"}) {
+    setenv("WEFT_SOCKET_INLINE", inl, 1);
+    SCOPED_TRACE(std::string("WEFT_SOCKET_INLINE=") + inl);
+    runAll(GetParam(), {700001}, 700);
+  }
+}
 
 INSTANTIATE_TEST_SUITE_P(Ranks, SocketDirectCollectives, ::testing::Values(2, 3),
                          [](const auto& info) { return std::to_string(info.param) + "ranks"; });

@@ -168,6 +168,19 @@ TEST_F(SocketTransportTest, OversubscribedExecutorAndProxiesShareTheWork) {
   EXPECT_EQ(ranks_[0].errorCount() + ranks_[1].errorCount(), 0u);
 }
 
+// Under two cores per rank the executor moves every piece itself, the
+// largest slots too, and the proxies only take over from an executor gone
+// to sleep; every size arrives intact.
+TEST_F(SocketTransportTest, RanksFillingTheCoresMoveEveryPieceInline) {
+  join({128 * 1024, 4});
+  for (Rank& r : ranks_) r.ctx.ranksFillCores = true;
+  connect();
+  EXPECT_NE(sendConn_->fifo().progress, nullptr);
+  EXPECT_NE(recvConn_->fifo().progress, nullptr);
+  stream(ranks_, *sendConn_, *recvConn_, 4 << 20, true);
+  EXPECT_EQ(ranks_[0].errorCount() + ranks_[1].errorCount(), 0u);
+}
+
 TEST_F(SocketTransportTest, Throughput64MB) {
   join({512 * 1024, 8});
   connect();

@@ -66,7 +66,8 @@ SocketConnection::SocketConnection(Params params, std::vector<Socket> sockets, S
   // Where ranks outnumber cores too: the executor then polls only after
   // each yield (host_executor.cc), which is how a rank with no proxy
   // thread to wake hears from its peer soonest.
-  inlineMaxBytes_ = inl == 1 ? kDefaultInlineMaxBytes : static_cast<uint64_t>(inl);
+  if (inl == 1) inlineMaxBytes_ = p_.ranksFillCores ? kInlineEveryPiece : kDefaultInlineMaxBytes;
+  else inlineMaxBytes_ = static_cast<uint64_t>(inl);
   if (inlineMaxBytes_ != 0) end.progress = this;
   // WEFT_SOCKET_DIRECT: 0 off, else the smallest piece moved straight from
   // or into the caller's memory.
@@ -174,6 +175,16 @@ void SocketConnection::posted() {
 }
 
 void SocketConnection::released() {
+  // The executor took a piece small enough to read itself: it moves this
+  // connection's next pieces, so the proxy stands back now rather than
+  // keep yielding for a window after a call it served (it had taken over
+  // while the executor slept, and an idle communicator's proxy yielding
+  // for milliseconds kept a core from the ranks).
+  const FifoHeader* hdr = proxyEnd_.hdr;
+  const uint32_t freed = hdr->consumed.load(std::memory_order_relaxed) - 1;
+  if (p_.side == Side::Recv && hdr->sizes[freed % hdr->nSlots] <= inlineMaxBytes_ &&
+      ready_.load(std::memory_order_acquire))
+    inlineAtNs_.store(nowNs(), std::memory_order_relaxed);
   // A proxy waiting for a free slot must hear of it; while the executor
   // moves the bytes itself, it reads into that slot on its next wait.
   if (!executorActive()) ring(bell_);
@@ -231,6 +242,12 @@ int64_t SocketConnection::idleWait(std::vector<pollfd>* fds) {
   const short events = p_.side == Side::Send ? POLLOUT : POLLIN;
   for (int fd : proxyFds_) fds->push_back(pollfd{fd, events, 0});
   return -1;  // otherwise the bell (a post, a freed slot) or a socket wakes it
+}
+
+bool SocketConnection::standsBack() const {
+  // The executor rings when it stops moving these bytes (idle()) or leaves
+  // a slot unsent (posted()), which ends the nap.
+  return done_ || executorActive();
 }
 
 bool SocketConnection::halted() const {

@@ -52,6 +52,7 @@ SocketConnection::Params baseParams(ConnectContext& ctx, int peer, uint64_t tag,
   p.localBell = ctx.localBell;
   p.abortFlag = ctx.abortFlag;
   p.oversubscribed = ctx.oversubscribed;
+  p.ranksFillCores = ctx.ranksFillCores;
   p.onAsyncError = ctx.onAsyncError;
   p.secret = ctx.secret;
   p.nonce = 0;
