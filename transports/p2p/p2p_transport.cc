@@ -37,9 +37,9 @@ class P2pConnection : public Connection {
   bool sending = false;
   bool sameProc = false;
   int device = -1;
-  void* owned = nullptr;   // receiver: cudaMalloc'd FIFO
-  void* opened = nullptr;  // sender: IPC mapping
-  uint64_t token = 0;      // receiver: the same-process FIFO, as offered
+  void* owned = nullptr;   // receiver: cudaMalloc'd FIFO; sender: its credit word
+  void* opened = nullptr;  // sender: IPC mapping of the FIFO; receiver: of the credit word
+  uint64_t token = 0;      // what this end offered in this process (FIFO or credit word)
 
   ~P2pConnection() override {
     local_handles::withdraw(token);
@@ -118,7 +118,51 @@ class P2pTransport : public Transport {
     else WEFT_CUDA_CHECK(cudaIpcGetMemHandle(&offer.handle, c->owned));
     c->end.attach(static_cast<FifoHeader*>(c->owned), static_cast<char*>(c->owned) + h->dataOffset, ctx.geometry);
     ctx.bootstrap->send(peer, tag, &offer, sizeof(offer));
+    // Both ends connect their edges in one global order (Connections sorts
+    // them), so waiting here for the sender's answer cannot deadlock.
+    P2pOffer answer;
+    ctx.bootstrap->recv(peer, tag, &answer, sizeof(answer));
+    c->end.credit = static_cast<uint32_t*>(openPeerMemory(*c, answer, peer, kP2pCreditBytes, 0, "credit word"));
     return c;
+  }
+
+  // The peer's GPU memory an offer or answer names: the same process's
+  // pointer (with peer access when the GPUs differ) or an IPC mapping.
+  static void* openPeerMemory(P2pConnection& c, const P2pOffer& o, int peer, uint64_t bytes, uint64_t slotsAt,
+                              const char* what) {
+    int devices = 0;
+    if (cudaGetDeviceCount(&devices) != cudaSuccess) devices = 0;
+    weftResult_t code = weftSuccess;
+    if (const std::string bad = p2pOfferProblem(o, bytes, slotsAt, c.sameProc, devices, &code); !bad.empty())
+      raise(code, "p2p: rank %d offered %s as its %s", peer, bad.c_str(), what);
+    if (c.sameProc) {
+      void* mem = local_handles::take(o.token).get();
+      if (!mem) raise(weftRemoteError, "p2p: rank %d says it is a thread of this process, but its %s is not here", peer, what);
+      if (o.device != c.device) {
+        cudaError_t e = cudaDeviceEnablePeerAccess(o.device, 0);
+        if (e == cudaErrorPeerAccessAlreadyEnabled) (void)cudaGetLastError();
+        else WEFT_CUDA_CHECK(e);
+      }
+      return mem;
+    }
+    WEFT_CUDA_CHECK(cudaIpcOpenMemHandle(&c.opened, o.handle, cudaIpcMemLazyEnablePeerAccess));
+    return c.opened;
+  }
+
+  // The sender's credit word: zeroed (consumed starts at 0), offered to the
+  // receiver as the FIFO was offered to this end.
+  static void offerCreditWord(ConnectContext& ctx, P2pConnection& c, int peer, uint64_t tag) {
+    WEFT_CUDA_CHECK(cudaMalloc(&c.owned, kP2pCreditBytes));
+    cuda::fillDeviceNow(c.owned, kP2pCreditBytes, nullptr, 0);
+    P2pOffer answer;
+    answer.sameProcess = c.sameProc;
+    answer.bytes = kP2pCreditBytes;
+    answer.dataOffset = 0;
+    answer.device = c.device;
+    if (c.sameProc) answer.token = c.token = local_handles::publish(std::shared_ptr<void>(c.owned, [](void*) {}));
+    else WEFT_CUDA_CHECK(cudaIpcGetMemHandle(&answer.handle, c.owned));
+    c.end.credit = static_cast<uint32_t*>(c.owned);
+    ctx.bootstrap->send(peer, tag, &answer, sizeof(answer));
   }
 
   std::unique_ptr<Connection> connectSend(ConnectContext& ctx, int peer, uint64_t tag) override {
@@ -131,29 +175,13 @@ class P2pTransport : public Transport {
     ctx.bootstrap->recv(peer, tag, &offer, sizeof(offer));
     const size_t bytes = fifoBytes(ctx.geometry.nSlots, ctx.geometry.slotBytes);
     cuda::DeviceGuard guard(c->device);
-    cuda::countDeviceSetup();  // connecting: peer access or an IPC mapping may synchronise
-    void* mem;
-    int devices = 0;
-    if (cudaGetDeviceCount(&devices) != cudaSuccess) devices = 0;
+    cuda::countDeviceSetup();  // connecting: peer access, an IPC mapping or the credit word may synchronise
     // The slots start where this rank's own layout puts them, not where the
     // offer says: both ranks share one geometry.
     const size_t slotsAt = bytes - size_t(ctx.geometry.nSlots) * ctx.geometry.slotBytes;
-    weftResult_t code = weftSuccess;
-    if (const std::string bad = p2pOfferProblem(offer, bytes, slotsAt, c->sameProc, devices, &code); !bad.empty())
-      raise(code, "p2p: rank %d offered %s", peer, bad.c_str());
-    if (c->sameProc) {
-      mem = local_handles::take(offer.token).get();
-      if (!mem) raise(weftRemoteError, "p2p: rank %d says it is a thread of this process, but its FIFO is not here", peer);
-      if (offer.device != c->device) {
-        cudaError_t e = cudaDeviceEnablePeerAccess(offer.device, 0);
-        if (e == cudaErrorPeerAccessAlreadyEnabled) (void)cudaGetLastError();
-        else WEFT_CUDA_CHECK(e);
-      }
-    } else {
-      WEFT_CUDA_CHECK(cudaIpcOpenMemHandle(&c->opened, offer.handle, cudaIpcMemLazyEnablePeerAccess));
-      mem = c->opened;
-    }
+    void* mem = openPeerMemory(*c, offer, peer, bytes, slotsAt, "FIFO");
     c->end.attach(static_cast<FifoHeader*>(mem), static_cast<char*>(mem) + slotsAt, ctx.geometry);
+    offerCreditWord(ctx, *c, peer, tag);
     return c;
   }
 };

@@ -22,6 +22,13 @@ struct P2pOfferFields {
   int32_t pad = 0;
 };
 
+// The sender's answer: a word of its GPU memory (in a block of
+// kP2pCreditBytes, at offset 0) where the receiver's kernel writes the
+// FIFO's consumed count, so that the sender's kernel reads its credit from
+// its own memory. Same fields as an offer, dataOffset 0; checked by the
+// receiver with p2pOfferProblem(answer, kP2pCreditBytes, 0, ...).
+constexpr uint64_t kP2pCreditBytes = 256;
+
 // Empty when the offer fits this sender: a FIFO of `bytes` bytes with its
 // slots at `slotsAt`, ends in one process or not, `devices` GPUs visible;
 // else what is wrong, with *code the error class to raise.
