@@ -224,9 +224,11 @@ DeviceState::Uploaded DeviceState::pointInto(char* base, const HostImage& img) c
 // before the kernel, on the captured stream), and belongs to that graph
 // only: eager calls never read it, since its bytes exist only once the
 // graph ran. Needs the FIFOs mapped (init or weftCommWarmup) and room in
-// the arena; refused otherwise. Allocates nothing.
+// the arena; refused otherwise. Allocates nothing. The graph owns the range
+// from the copy on, so a refusal later in the same call leaves a copy node
+// that writes only memory of its own graph.
 const DeviceState::Uploaded& DeviceState::uploadInCapture(const plan::Plan& p, const FifoLookup& fifos,
-                                                          cudaStream_t captured) {
+                                                          cudaStream_t captured, cudaGraph_t graph) {
   const HostImage img = buildImage(p, fifos, true);
   const std::optional<size_t> at = arena_.take(img.bytes.size());
   if (!at) refuseInCapture({.planUploaded = false});
@@ -235,6 +237,7 @@ const DeviceState::Uploaded& DeviceState::uploadInCapture(const plan::Plan& p, c
       cudaMemcpyAsync(arenaDev_ + *at, arenaHost_ + *at, img.bytes.size(), cudaMemcpyHostToDevice, captured));
   capturedImage_ = pointInto(arenaDev_ + *at, img);
   capturedImage_.blob = std::make_shared<DeviceBlock>(arenaDev_ + *at, img.bytes.size(), releases_);
+  keepForGraph(graph, {capturedImage_.blob});
   return capturedImage_;
 }
 
@@ -242,11 +245,12 @@ const DeviceState::Uploaded& DeviceState::uploadInCapture(const plan::Plan& p, c
 // identical uncached image uploaded before; else built and uploaded (never
 // inside a capture).
 const DeviceState::Uploaded& DeviceState::upload(const plan::Plan& p, const std::shared_ptr<const plan::Plan>& keep,
-                                                 const FifoLookup& fifos, cudaStream_t captured) {
+                                                 const FifoLookup& fifos, cudaStream_t captured,
+                                                 cudaGraph_t graph) {
   if (keep) {
     auto it = plans_.find(&p);
     if (it != plans_.end() && it->second.keep.lock() == keep) return it->second;
-    if (captured) return uploadInCapture(p, fifos, captured);
+    if (captured) return uploadInCapture(p, fifos, captured, graph);
     Uploaded u = place(buildImage(p, fifos, false));
     u.keep = keep;
     return plans_[&p] = std::move(u);  // replaces a stale entry at a reused address
@@ -254,7 +258,7 @@ const DeviceState::Uploaded& DeviceState::upload(const plan::Plan& p, const std:
   HostImage img = buildImage(p, fifos, captured != nullptr);
   for (auto it = byContent_.rbegin(); it != byContent_.rend(); ++it)
     if (it->first == img.bytes) return it->second;
-  if (captured) return uploadInCapture(p, fifos, captured);
+  if (captured) return uploadInCapture(p, fifos, captured, graph);
   Uploaded u = place(img);
   if (byContent_.size() >= kContentImages) byContent_.erase(byContent_.begin());
   byContent_.emplace_back(std::move(img.bytes), std::move(u));
@@ -351,8 +355,10 @@ void DeviceState::run(const plan::Plan& p, const std::shared_ptr<const plan::Pla
   }
   const bool captured = cs == CaptureState::Active;
   if (!captured) reclaim();
-  const Uploaded& u = upload(p, keep, fifos, captured ? stream : nullptr);
+  // Refusals first: a capture refused after the image's copy node would
+  // leave that node in the user's graph (harmless, but wasted).
   growScratch(p.scratchElems * p.elemSize, captured);
+  const Uploaded& u = upload(p, keep, fifos, captured ? stream : nullptr, graph);
   DevLaunch L{};
   fillLaunch(L, u, p, b, op, timeoutMs);
   std::vector<BlockRef> refs{u.blob, calls_->currentScratch()};
@@ -374,6 +380,7 @@ void DeviceState::run(const plan::Plan& p, const std::shared_ptr<const plan::Pla
   stream_->end(stream, captured);
   if (!captured) launchSeq_++;
   if (captured) {
+    capturedImage_.blob.reset();  // its graph holds it (uploadInCapture)
     keepForGraph(graph, std::move(refs));
     ringer_.keepRinging();  // replays are invisible to the host
   } else {

@@ -85,9 +85,11 @@ class DeviceState {
     size_t stepsAt = 0, fifosAt = 0;
   };
   HostImage buildImage(const plan::Plan& p, const FifoLookup& fifos, bool captured);
+  // `captured`: the stream being captured into `graph`, or null (eager).
   const Uploaded& upload(const plan::Plan& p, const std::shared_ptr<const plan::Plan>& keep, const FifoLookup& fifos,
-                         cudaStream_t captured);
-  const Uploaded& uploadInCapture(const plan::Plan& p, const FifoLookup& fifos, cudaStream_t captured);
+                         cudaStream_t captured, cudaGraph_t graph);
+  const Uploaded& uploadInCapture(const plan::Plan& p, const FifoLookup& fifos, cudaStream_t captured,
+                                  cudaGraph_t graph);
   Uploaded pointInto(char* base, const HostImage& img) const;
   Uploaded place(const HostImage& img);
   DevFifo fifoView(const FifoEnd& e, bool captured);
