@@ -242,8 +242,9 @@ const DeviceState::Uploaded& DeviceState::uploadInCapture(const plan::Plan& p, c
 }
 
 // The plan's device image: from the cache when `keep` still owns it, or an
-// identical uncached image uploaded before; else built and uploaded (never
-// inside a capture).
+// identical uncached image uploaded before; else built and uploaded from the
+// arena's mirror on the setup stream, or, inside a capture, by the graph
+// (uploadInCapture).
 const DeviceState::Uploaded& DeviceState::upload(const plan::Plan& p, const std::shared_ptr<const plan::Plan>& keep,
                                                  const FifoLookup& fifos, cudaStream_t captured,
                                                  cudaGraph_t graph) {
