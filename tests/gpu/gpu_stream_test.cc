@@ -99,7 +99,7 @@ INSTANTIATE_TEST_SUITE_P(RanksOnOneGpu, GpuGraph, ::testing::Values(1, 2));
 // reserves less than its 4000 bytes. The capture stays valid; the same call
 // outside capture then grows the scratch (allocation in the call path,
 // logged) and is correct, after which a capture of it goes through.
-TEST(GpuGraphRefusal, CaptureWithoutWarmUpIsRefusedCleanly) {
+TEST(GpuGraphRefusal, CaptureThatWouldAllocateIsRefusedCleanly) {
   SKIP_WITHOUT_GPU();
   setenv("WEFT_DEVICE_SCRATCH", "1024", 1);
   SharedGpuRanks r(2, 20000);
