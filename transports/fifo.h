@@ -141,6 +141,10 @@ struct FifoEnd {
   FifoProgress* progress = nullptr;
   // Set on the executor's end when the mover can use the caller's memory.
   FifoUserMemory* userMemory = nullptr;
+  // GPU FIFOs (p2p) only: a word in the producer's GPU memory that the
+  // device consumer keeps equal to hdr->consumed, so the device producer
+  // polls its own memory for credit (cuda::DevFifo::credit). Null elsewhere.
+  uint32_t* credit = nullptr;
 
   void attach(FifoHeader* h, char* slots, const FifoGeometry& g) {
     hdr = h;

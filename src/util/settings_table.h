@@ -66,6 +66,9 @@ WEFT_SETTING(kDeviceExactArith, "WEFT_DEVICE_EXACT_ARITH", Bool, "0", Comm,
              "device float16/bfloat16 reductions round as the host executor does (no half2/bfloat162 instructions)")
 WEFT_SETTING(kDeviceImageArena, "WEFT_DEVICE_IMAGE_ARENA", Int, "4M", Comm,
              "bytes of device memory per communicator for plan images, reserved with its device state")
+WEFT_SETTING(kDeviceScratch, "WEFT_DEVICE_SCRATCH", Int, "16M", Comm,
+             "bytes of device scratch and as many of in-place staging per communicator, reserved with its device "
+             "state; a device call that needs more allocates in the call path (refused inside CUDA graph capture)")
 WEFT_SETTING_NCCL(kNet, "WEFT_NET", "NCCL_NET", String, nullptr, Comm, "force Socket or IB between hosts")
 
 // FIFOs, channels, algorithms

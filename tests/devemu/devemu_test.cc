@@ -190,6 +190,32 @@ TEST(DevEmu, CounterWrap) {
     }
 }
 
+// Credits: the producer learns freed slots from a word in its own memory
+// that the consumer writes (DevFifo::credit, as p2p FIFOs have), never from
+// `consumed` at the consumer (the harness hands the producer a decoy
+// `consumed` that never moves: reading it would stall to the timeout).
+// Many more pieces than slots, counters wrapping, simple and LL; and the
+// same calls on FIFOs without credit words (host memory), where the
+// producer reads `consumed`.
+TEST(DevEmu, ProducerWaitsOnItsOwnCreditWord) {
+  for (bool credits : {true, false})
+    for (uint32_t proto : {cuda::kProtoSimple, cuda::kProtoLl})
+      for (Coll c : {Coll::AllReduce, Coll::ReduceScatter, Coll::AllToAll}) {
+        if (proto == cuda::kProtoLl && c == Coll::AllToAll) continue;  // AllToAll stays on simple
+        CallSpec s;
+        s.coll = c;
+        s.nranks = 3;
+        s.count = 600;
+        s.geometry = {64, 2};
+        s.counterStart = 0xFFFFFFFFu - 9;
+        s.proto = proto;
+        s.credits = credits;
+        s.timeoutMs = 3000;
+        s.seed = 7 + proto;
+        expectCorrect(s);
+      }
+}
+
 // More channels than CTAs: each CTA serves several channels and takes
 // whichever is ready. AllToAll has 2n-1 channels, every one a single
 // send or receive, which deadlocks if a CTA ran its channels in order.

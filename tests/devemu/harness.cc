@@ -60,10 +60,16 @@ FifoHeader* Fifos::get(int from, int to, int conn) {
     }
   }
   fifos_[key] = h;
+  if (credits_) {
+    auto c = std::make_unique<Credit>();
+    c->credit = c->decoy = start_;
+    credit_[key] = std::move(c);
+  }
   return h;
 }
 
-cuda::DevFifo Fifos::view(FifoHeader* h) {
+cuda::DevFifo Fifos::view(int from, int to, int conn, bool producer) {
+  FifoHeader* h = get(from, to, conn);
   cuda::DevFifo f{};
   f.posted = reinterpret_cast<uint32_t*>(&h->posted);
   f.consumed = reinterpret_cast<uint32_t*>(&h->consumed);
@@ -72,6 +78,12 @@ cuda::DevFifo Fifos::view(FifoHeader* h) {
   f.data = reinterpret_cast<char*>(h) + h->dataOffset;
   f.slotBytes = h->slotBytes;
   f.nSlots = h->nSlots;
+  if (credits_) {
+    std::lock_guard<std::mutex> lock(mu_);
+    Credit& c = *credit_.at(std::make_tuple(from, to, conn));
+    f.credit = &c.credit;
+    if (producer) f.consumed = &c.decoy;
+  }
   return f;
 }
 
@@ -84,6 +96,8 @@ uint64_t Fifos::postedSinceStart() const {
 bool Fifos::allConsumed() const {
   for (const auto& [key, h] : fifos_)
     if (h->posted.load() != h->consumed.load()) return false;
+  for (const auto& [key, c] : credit_)
+    if (std::atomic_ref<uint32_t>(c->credit).load() != fifos_.at(key)->consumed.load()) return false;
   return true;
 }
 
@@ -124,7 +138,7 @@ uint64_t piecesOf(const plan::Plan& p, const plan::FifoGeometry& g) {
 }  // namespace
 
 Call::Call(const CallSpec& s)
-    : spec_(s), fifos_(s.geometry, s.counterStart, s.proto == cuda::kProtoLl), types_(typeOps(s.type)) {
+    : spec_(s), fifos_(s.geometry, s.counterStart, s.proto == cuda::kProtoLl, s.credits), types_(typeOps(s.type)) {
   const size_t es = types_.size;
   plans_.resize(s.nranks);
   images_.resize(s.nranks);
@@ -133,7 +147,7 @@ Call::Call(const CallSpec& s)
     piecesExpected_ += piecesOf(plans_[r], s.geometry);
     try {
       images_[r] = cuda::buildDeviceImage(plans_[r], [&, r](bool send, int peer, int conn) {
-        return Fifos::view(send ? fifos_.get(r, peer, conn) : fifos_.get(peer, r, conn));
+        return send ? fifos_.view(r, peer, conn, true) : fifos_.view(peer, r, conn, false);
       });
     } catch (const std::exception& e) {
       skipped_ = true;

@@ -44,6 +44,10 @@ struct CallSpec {
   uint64_t misalign = 0;     // elements added to every user buffer's start
   uint32_t alignBytes = cuda::kDeviceSplitAlignBytes;  // CollArgs::alignBytes, as launch.cc sets it
   uint32_t counterStart = 0; // every FIFO's posted/consumed start here
+  // Every FIFO has a credit word in the producer's memory (DevFifo::credit,
+  // as p2p FIFOs do); the producer's view of `consumed` is then a decoy that
+  // never moves, so a producer reading it would stall to the timeout.
+  bool credits = true;
   uint32_t arith = cuda::kArithExact;
   uint32_t proto = cuda::kProtoSimple;  // kProtoLl: plans cut for half-slot pieces, LL FIFOs
   uint64_t timeoutMs = 5000;
@@ -73,21 +77,30 @@ class Fifos {
  public:
   // ll: the slots' lines start with the flag of the piece before each
   // slot's first (what zeroed memory is for counters starting at 0).
-  Fifos(const plan::FifoGeometry& g, uint32_t start, bool ll = false) : geometry_(g), start_(start), ll_(ll) {}
+  // credits: see CallSpec::credits.
+  Fifos(const plan::FifoGeometry& g, uint32_t start, bool ll = false, bool credits = true)
+      : geometry_(g), start_(start), ll_(ll), credits_(credits) {}
   ~Fifos();
   Fifos(const Fifos&) = delete;
   Fifos& operator=(const Fifos&) = delete;
   FifoHeader* get(int from, int to, int conn);  // thread-safe
-  static cuda::DevFifo view(FifoHeader* h);
+  // The end the producer (send) or the consumer sees of FIFO from -> to.
+  cuda::DevFifo view(int from, int to, int conn, bool producer);
   uint64_t postedSinceStart() const;  // pieces posted over every FIFO
-  bool allConsumed() const;
+  bool allConsumed() const;  // and every credit word equal to its consumed
 
  private:
+  struct Credit {
+    alignas(64) uint32_t credit = 0;  // written by the consumer, read by the producer
+    alignas(64) uint32_t decoy = 0;   // the producer's `consumed`: never written
+  };
   plan::FifoGeometry geometry_;
   uint32_t start_;
   bool ll_;
+  bool credits_;
   std::mutex mu_;
   std::map<std::tuple<int, int, int>, FifoHeader*> fifos_;
+  std::map<std::tuple<int, int, int>, std::unique_ptr<Credit>> credit_;
 };
 
 // One collective call on every emulated rank: plans, images, buffers and

@@ -81,7 +81,7 @@ std::string runGroups(int nCalls) {
   for (int r = 0; r < 2; r++) {
     plans[r] = algo::buildP2P(2, r, 1, groups[r].calls);
     images[r] = cuda::buildDeviceImage(plans[r], [&, r](bool send, int peer, int conn) {
-      return Fifos::view(send ? fifos.get(r, peer, conn) : fifos.get(peer, r, conn));
+      return send ? fifos.view(r, peer, conn, true) : fifos.view(peer, r, conn, false);
     });
     cuda::DevLaunch& L = launches[r];
     L.channels = images[r].channels.data();

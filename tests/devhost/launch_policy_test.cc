@@ -31,6 +31,7 @@ TEST(CaptureRefusal, InsideCaptureNamesWhatIsMissingAndTheWarmUp) {
   n = {};
   n.fifosMapped = false;
   EXPECT_NE(captureRefusal(CaptureState::Active, n).find("connections"), std::string::npos);
+  EXPECT_NE(captureRefusal(CaptureState::Active, n).find("weftCommWarmup"), std::string::npos);
   n = {};
   n.stateReady = false;
   EXPECT_NE(captureRefusal(CaptureState::Active, n).find("device state"), std::string::npos);

@@ -112,7 +112,7 @@ TEST(GpuP2p, RingAllReduceOverP2pFifosOnOneGpu) {
       a.geometry = ctx.geometry;
       plan::Plan p = algo::buildRing(a);
       std::atomic<bool> abortFlag{false};
-      cuda::DeviceState state(0, &abortFlag, r, kRanks, size_t(1) << 20);
+      cuda::DeviceState state(0, &abortFlag, r, kRanks, size_t(1) << 20, size_t(1) << 20);
       FifoLookup fifos;
       fifos.send = [&](int, int) { return sendConn->fifo(); };
       fifos.recv = [&](int, int) { return recvConn->fifo(); };

@@ -110,6 +110,61 @@ TEST(GpuSetup, RingCallsNeedNoSetupAfterInit) {
   }
 }
 
+// Scratch (Send/Recv to self) and in-place AllToAll staging come from the
+// blocks reserved at init (WEFT_DEVICE_SCRATCH, 16 MiB by default): after
+// weftCommWarmup, such calls of several sizes within the reserve make no
+// set-up action, and their results are right.
+TEST(GpuSetup, ScratchAndStagingWithinTheReserveNeedNoSetup) {
+  SKIP_WITHOUT_GPU();
+  const int n = 2;
+  SharedGpuRanks r(n);
+  const size_t most = size_t(1) << 20;  // 4 MiB of float32 per buffer
+  std::vector<float*> in(n), out(n);
+  for (int k = 0; k < n; k++) {
+    CUDA_OK(cudaMalloc(reinterpret_cast<void**>(&in[k]), most * 4));
+    CUDA_OK(cudaMalloc(reinterpret_cast<void**>(&out[k]), most * 4));
+  }
+  r.onAll([&](int k) { EXPECT_EQ(weftCommWarmup(r.comms[k]), weftSuccess); });
+  const uint64_t before = setupActions();
+  for (size_t count : {size_t(100), size_t(4096) * 5 + 3, most}) {
+    for (int k = 0; k < n; k++) {
+      std::vector<float> h(count);
+      for (size_t i = 0; i < count; i++) h[i] = float(k * 1000 + int(i % 997));
+      CUDA_OK(cudaMemcpyAsync(in[k], h.data(), count * 4, cudaMemcpyHostToDevice, r.streams[k]));
+      CUDA_OK(cudaStreamSynchronize(r.streams[k]));
+    }
+    r.onAll([&](int k) {
+      EXPECT_EQ(weftGroupStart(), weftSuccess);
+      EXPECT_EQ(weftSend(in[k], count, weftFloat32, k, r.comms[k], r.streams[k]), weftSuccess);
+      EXPECT_EQ(weftRecv(out[k], count, weftFloat32, k, r.comms[k], r.streams[k]), weftSuccess);
+      EXPECT_EQ(weftGroupEnd(), weftSuccess);
+    });
+    for (int k = 0; k < n; k++) {
+      std::vector<float> h(count);
+      CUDA_OK(cudaMemcpy(h.data(), out[k], count * 4, cudaMemcpyDeviceToHost));
+      for (size_t i = 0; i < count; i++) ASSERT_EQ(h[i], float(k * 1000 + int(i % 997))) << "self copy at " << i;
+    }
+    // In place: block j of rank k's buffer goes to rank j's block k.
+    const size_t block = count / n;
+    r.onAll([&](int k) {
+      EXPECT_EQ(weftAlltoAll(in[k], in[k], block, weftFloat32, r.comms[k], r.streams[k]), weftSuccess);
+    });
+    for (int k = 0; k < n; k++) {
+      std::vector<float> h(block * n);
+      CUDA_OK(cudaMemcpy(h.data(), in[k], block * n * 4, cudaMemcpyDeviceToHost));
+      for (int j = 0; j < n; j++)
+        for (size_t i = 0; i < block; i++)
+          ASSERT_EQ(h[j * block + i], float(j * 1000 + int((k * block + i) % 997))) << "alltoall from " << j;
+    }
+  }
+  EXPECT_EQ(setupActions(), before) << "scratch or staging within WEFT_DEVICE_SCRATCH was allocated in a call";
+  r.expectNoAsyncError();
+  for (int k = 0; k < n; k++) {
+    CUDA_OK(cudaFree(in[k]));
+    CUDA_OK(cudaFree(out[k]));
+  }
+}
+
 // Rank k's calls alternate send and receive (rank 0 starts with a send,
 // rank 1 with a receive), each call its own buffer of a different size;
 // every receive must hold what the peer's matching send held.

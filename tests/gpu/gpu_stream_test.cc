@@ -1,13 +1,16 @@
 // The device path's ordering and capture on a real GPU: CUDA graph capture
 // and replay, two streams of one communicator, ranks sharing the GPU on the
-// legacy default stream refused, a capture without warm-up refused cleanly,
+// legacy default stream refused, a capture that would have to allocate
+// refused cleanly, a new ring count captured with no eager call first,
 // and a kernel failure reaching weftCommGetAsyncError through the status
 // word. Every test skips, saying so, without a GPU.
 #include <memory>
 #include <string>
 #include <thread>
+#include <cstdlib>
 #include <vector>
 
+#include "src/exec/cuda/launch_policy.h"
 #include "tests/gpu/gpu_util.h"
 
 namespace {
@@ -91,30 +94,92 @@ INSTANTIATE_TEST_SUITE_P(RanksOnOneGpu, GpuGraph, ::testing::Values(1, 2));
 // A call inside capture that would have to upload its plan is refused with
 // weftInvalidUsage, and the capture itself stays valid. Two ranks: a
 // one-rank call is a plain copy, which needs no plan on the device.
-TEST(GpuGraphRefusal, CaptureWithoutWarmUpIsRefusedCleanly) {
+// A call inside capture that would have to allocate is refused cleanly:
+// a Send/Recv to self goes through scratch, and WEFT_DEVICE_SCRATCH=1024
+// reserves less than its 4000 bytes. The capture stays valid; the same call
+// outside capture then grows the scratch (allocation in the call path,
+// logged) and is correct, after which a capture of it goes through.
+TEST(GpuGraphRefusal, CaptureThatWouldAllocateIsRefusedCleanly) {
   SKIP_WITHOUT_GPU();
+  setenv("WEFT_DEVICE_SCRATCH", "1024", 1);
   SharedGpuRanks r(2, 20000);
+  unsetenv("WEFT_DEVICE_SCRATCH");
   std::vector<std::unique_ptr<DeviceFloats>> a, b;
   for (int k = 0; k < 2; k++) {
     a.push_back(std::make_unique<DeviceFloats>(1000));
     b.push_back(std::make_unique<DeviceFloats>(1000));
   }
+  auto selfCopy = [&](int k) {
+    EXPECT_EQ(weftGroupStart(), weftSuccess);
+    EXPECT_EQ(weftSend(a[k]->p, 1000, weftFloat32, k, r.comms[k], r.streams[k]), weftSuccess);
+    EXPECT_EQ(weftRecv(b[k]->p, 1000, weftFloat32, k, r.comms[k], r.streams[k]), weftSuccess);
+    return weftGroupEnd();
+  };
   for (int k = 0; k < 2; k++) {
     CUDA_OK(cudaStreamBeginCapture(r.streams[k], cudaStreamCaptureModeThreadLocal));
-    EXPECT_EQ(weftAllReduce(a[k]->p, b[k]->p, 777, weftFloat32, weftSum, r.comms[k], r.streams[k]), weftInvalidUsage);
+    EXPECT_EQ(selfCopy(k), weftInvalidUsage);
     cudaGraph_t g = nullptr;
     CUDA_OK(cudaStreamEndCapture(r.streams[k], &g));
     CUDA_OK(cudaGraphDestroy(g));
-    a[k]->fill(2.0f, r.streams[k]);
+    a[k]->fill(2.0f + k, r.streams[k]);
   }
-  r.onAll([&](int k) {
-    EXPECT_EQ(weftAllReduce(a[k]->p, b[k]->p, 777, weftFloat32, weftSum, r.comms[k], r.streams[k]), weftSuccess);
-  });
+  r.onAll([&](int k) { EXPECT_EQ(selfCopy(k), weftSuccess); });
+  for (int k = 0; k < 2; k++) EXPECT_EQ(b[k]->countNot(2.0f + k), 0u);
   for (int k = 0; k < 2; k++) {
-    std::vector<float> h(777);
-    CUDA_OK(cudaMemcpy(h.data(), b[k]->p, 777 * 4, cudaMemcpyDeviceToHost));
-    for (float x : h) ASSERT_EQ(x, 4.0f);
+    CUDA_OK(cudaMemsetAsync(b[k]->p, 0xff, 4000, r.streams[k]));
+    CUDA_OK(cudaStreamBeginCapture(r.streams[k], cudaStreamCaptureModeThreadLocal));
+    EXPECT_EQ(selfCopy(k), weftSuccess);
+    cudaGraph_t g = nullptr;
+    CUDA_OK(cudaStreamEndCapture(r.streams[k], &g));
+    cudaGraphExec_t exec = nullptr;
+    CUDA_OK(cudaGraphInstantiate(&exec, g, 0));
+    CUDA_OK(cudaGraphLaunch(exec, r.streams[k]));
+    CUDA_OK(cudaStreamSynchronize(r.streams[k]));
+    EXPECT_EQ(b[k]->countNot(2.0f + k), 0u);
+    CUDA_OK(cudaGraphExecDestroy(exec));
+    CUDA_OK(cudaGraphDestroy(g));
   }
+  r.expectNoAsyncError();
+}
+
+// A ring AllReduce at a count never called before, captured with no eager
+// call first: init mapped the ring's FIFOs, the plan image goes into the
+// arena by a copy node of the graph, scratch is not needed. No set-up
+// action during the capture; 20 replays of new inputs are correct.
+TEST(GpuGraphCapture, NewRingCountCapturesWithoutAnEagerCall) {
+  SKIP_WITHOUT_GPU();
+  setenv("WEFT_ALGO", "ring", 1);
+  SharedGpuRanks r(2, 20000);
+  unsetenv("WEFT_ALGO");
+  const size_t count = 12345;
+  std::vector<std::unique_ptr<DeviceFloats>> a, b;
+  for (int k = 0; k < 2; k++) {
+    a.push_back(std::make_unique<DeviceFloats>(count));
+    b.push_back(std::make_unique<DeviceFloats>(count));
+  }
+  std::vector<cudaGraphExec_t> exec(2, nullptr);
+  std::vector<cudaGraph_t> graphs(2, nullptr);
+  const uint64_t before = weft::cuda::deviceSetupActions().load();
+  for (int k = 0; k < 2; k++) {
+    CUDA_OK(cudaStreamBeginCapture(r.streams[k], cudaStreamCaptureModeThreadLocal));
+    EXPECT_EQ(weftAllReduce(a[k]->p, b[k]->p, count, weftFloat32, weftSum, r.comms[k], r.streams[k]), weftSuccess);
+    CUDA_OK(cudaStreamEndCapture(r.streams[k], &graphs[k]));
+    CUDA_OK(cudaGraphInstantiate(&exec[k], graphs[k], 0));
+  }
+  EXPECT_EQ(weft::cuda::deviceSetupActions().load(), before) << "the capture allocated, mapped or uploaded";
+  for (int it = 1; it <= 20; it++) {
+    for (int k = 0; k < 2; k++) {
+      a[k]->fill(float(it * (k + 1)), r.streams[k]);
+      CUDA_OK(cudaMemsetAsync(b[k]->p, 0xff, count * 4, r.streams[k]));
+    }
+    r.onAll([&](int k) { CUDA_OK(cudaGraphLaunch(exec[k], r.streams[k])); });
+    for (int k = 0; k < 2; k++) ASSERT_EQ(b[k]->countNot(float(it * 3)), 0u) << "replay " << it;
+  }
+  for (int k = 0; k < 2; k++) {
+    CUDA_OK(cudaGraphExecDestroy(exec[k]));
+    CUDA_OK(cudaGraphDestroy(graphs[k]));
+  }
+  r.expectNoAsyncError();
 }
 
 // One rank: every collective is a copy on the caller's stream (nothing in

@@ -11,7 +11,7 @@ out="$2"
 rm -rf "$out"
 mkdir -p "$out/lib"
 files=(tests/gpu/gpu_test tests/gpu/gpu_compress_test tests/gpu/gpu_sweep tests/gpu/gpu_ib_test
-       tests/gpu/nccl_side_by_side tests/devhost/launch_policy_test all_reduce_perf)
+       tests/gpu/nccl_side_by_side tests/devhost/launch_policy_test tests/devhost/call_memory_test all_reduce_perf)
 for f in "${files[@]}"; do
   [[ -x "$build/$f" ]] || { echo "pack_prebuilt: $build/$f is missing (build it first)" >&2; exit 1; }
   mkdir -p "$out/$(dirname "$f")"

@@ -40,7 +40,7 @@ gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
 
 step() { printf '\n=== %s (%ds) ===\n' "$1" "$(( $(date +%s) - start ))"; }
 declare -A status
-for k in build tests skips repeat memcheck racecheck ib sweep perf nccl; do status[$k]=FAIL; done
+for k in build tests skips callpath repeat memcheck racecheck ib sweep perf nccl; do status[$k]=FAIL; done
 
 # The whole gate stays under 8 minutes: every step's limit is cut to what
 # is left of the budget (default 460 s), and a step with no time left fails.
@@ -69,7 +69,7 @@ if [[ -f "$build/PREBUILT" ]]; then
 fi
 
 step "configure + build (archs $archs)"
-targets="gpu_test gpu_compress_test gpu_sweep gpu_ib_test launch_policy_test all_reduce_perf weft_nccl"
+targets="gpu_test gpu_compress_test gpu_sweep gpu_ib_test launch_policy_test call_memory_test all_reduce_perf weft_nccl"
 [[ -f "$cuda_home/include/nccl.h" ]] && targets="$targets nccl_side_by_side"
 if (( prebuilt )); then
   echo "prebuilt binaries of commit $(cat "$build/PREBUILT"); no build"
@@ -95,6 +95,7 @@ if [[ ${status[build]} == PASS ]]; then
   allowed_skips='-CudaBuildWithoutGpu.*'
   (( gpus < 2 )) && allowed_skips="$allowed_skips:GpuStreams.CallerDeviceIsRestored"
   run tests 240 bash -c "'$build/tests/devhost/launch_policy_test' --gtest_brief=1 &&
+                         '$build/tests/devhost/call_memory_test' --gtest_brief=1 &&
                          '$build/tests/gpu/gpu_test' --gtest_brief=1 '--gtest_filter=$allowed_skips' &&
                          '$build/tests/gpu/gpu_compress_test' --gtest_brief=1"
   skipped=$(grep -c '^\[  SKIPPED \]' "$logs/tests.log" || true)
@@ -106,6 +107,15 @@ if [[ ${status[build]} == PASS ]]; then
     status[skips]="FAIL (tests skipped on a machine with a GPU)"
     grep '^\[  SKIPPED \]' "$logs/tests.log" | head
   fi
+
+  # Set-up out of the call path, on its own line of the summary (these
+  # tests also ran above): scratch and staging within WEFT_DEVICE_SCRATCH
+  # and a ring count captured with no eager call make no set-up action
+  # (deviceSetupActions()); beyond the reserve a capture is refused and the
+  # eager call grows it; the p2p ring runs with producer-side credit words.
+  step "set-up out of the call path, p2p credit words"
+  run callpath 60 "$build/tests/gpu/gpu_test" --gtest_brief=1 \
+    '--gtest_filter=GpuSetup.*:GpuGraphCapture.NewRingCountCapturesWithoutAnEagerCall:GpuGraphRefusal.*:GpuP2p.*'
 
   # Repeats in one process: ranks made after others were torn down reuse
   # their device memory (a FIFO whose set-up fill had not landed once gave
@@ -173,11 +183,11 @@ for p in sys.path + site.getsitepackages():
 fi
 
 step "summary"
-for k in build tests skips repeat memcheck racecheck ib sweep perf nccl; do printf '%-12s %s\n' "$k" "${status[$k]}"; done
+for k in build tests skips callpath repeat memcheck racecheck ib sweep perf nccl; do printf '%-12s %s\n' "$k" "${status[$k]}"; done
 grep -A20 '== summary ==' "$logs/sweep.log" 2>/dev/null | tail -n +2
 grep -E '^ +[0-9]+ ' "$logs/perf.log" 2>/dev/null | tail -4
 echo "logs: $logs"
 echo "total: $(( $(date +%s) - start )) s"
-for k in build tests skips repeat memcheck racecheck ib sweep perf nccl; do
+for k in build tests skips callpath repeat memcheck racecheck ib sweep perf nccl; do
   [[ ${status[$k]} == PASS || ${status[$k]} == "n/a (no GPU)" ]] || exit 1
 done

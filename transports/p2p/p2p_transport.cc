@@ -2,6 +2,8 @@
 #include "transports/p2p/p2p_wire.h"
 
 #include <cstring>
+#include <map>
+#include <mutex>
 #include <vector>
 
 #include "src/util/error.h"
@@ -27,6 +29,49 @@ struct P2pOffer : P2pOfferFields {
   cudaIpcMemHandle_t handle{};
 };
 
+// The credit words of this process's sending ends, kP2pCreditStride bytes
+// apart in blocks of kP2pCreditBlockBytes per GPU: IPC maps whole blocks,
+// so one allocation per word would cost a block each. Blocks live as long as
+// the process (freed by the driver at exit; a CUDA call from a static
+// destructor could run after the runtime is gone); words are reused.
+class CreditWords {
+ public:
+  struct Word {
+    char* block = nullptr;
+    uint64_t offset = 0;
+  };
+  static CreditWords& process() {
+    static auto* words = new CreditWords;  // never destroyed, see above
+    return *words;
+  }
+  // A zeroed word on the current GPU `device`.
+  Word take(int device) {
+    Word w;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      std::vector<Word>& free = free_[device];
+      if (free.empty()) {
+        void* block = nullptr;
+        WEFT_CUDA_CHECK(cudaMalloc(&block, kP2pCreditBlockBytes));
+        for (uint64_t at = kP2pCreditBlockBytes; at >= kP2pCreditStride; at -= kP2pCreditStride)
+          free.push_back({static_cast<char*>(block), at - kP2pCreditStride});
+      }
+      w = free.back();
+      free.pop_back();
+    }
+    cuda::fillDeviceNow(w.block + w.offset, kP2pCreditStride, nullptr, 0);
+    return w;
+  }
+  void give(int device, Word w) {
+    std::lock_guard<std::mutex> lock(mu_);
+    free_[device].push_back(w);
+  }
+
+ private:
+  std::mutex mu_;
+  std::map<int, std::vector<Word>> free_;
+};
+
 bool sameProcess(const ConnectContext& ctx, int peer) {
   return ctx.peer(peer).processHash == ctx.self().processHash && ctx.peer(peer).pid == ctx.self().pid;
 }
@@ -38,14 +83,16 @@ class P2pConnection : public Connection {
   bool sameProc = false;
   int device = -1;
   void* owned = nullptr;   // receiver: cudaMalloc'd FIFO
-  void* opened = nullptr;  // sender: IPC mapping
-  uint64_t token = 0;      // receiver: the same-process FIFO, as offered
+  void* opened = nullptr;  // sender: IPC mapping of the FIFO; receiver: of the credit word's block
+  uint64_t token = 0;      // what this end offered in this process (FIFO or credit word's block)
+  CreditWords::Word credit;  // sender: its credit word
 
   ~P2pConnection() override {
     local_handles::withdraw(token);
     if (device >= 0) (void)cudaSetDevice(device);
     if (opened) (void)cudaIpcCloseMemHandle(opened);
     if (owned) (void)cudaFree(owned);
+    if (credit.block) CreditWords::process().give(device, credit);
     (void)cudaGetLastError();
   }
   FifoEnd fifo() const override { return end; }
@@ -118,7 +165,52 @@ class P2pTransport : public Transport {
     else WEFT_CUDA_CHECK(cudaIpcGetMemHandle(&offer.handle, c->owned));
     c->end.attach(static_cast<FifoHeader*>(c->owned), static_cast<char*>(c->owned) + h->dataOffset, ctx.geometry);
     ctx.bootstrap->send(peer, tag, &offer, sizeof(offer));
+    // Both ends connect their edges in one global order (Connections sorts
+    // them), so waiting here for the sender's answer cannot deadlock.
+    P2pOffer answer;
+    ctx.bootstrap->recv(peer, tag, &answer, sizeof(answer));
+    int devices = 0;
+    if (cudaGetDeviceCount(&devices) != cudaSuccess) devices = 0;
+    weftResult_t code = weftSuccess;
+    if (const std::string bad = p2pCreditProblem(answer, c->sameProc, devices, &code); !bad.empty())
+      raise(code, "p2p: rank %d answered with %s", peer, bad.c_str());
+    char* block = static_cast<char*>(openPeerMemory(*c, answer, peer, "credit word"));
+    c->end.credit = reinterpret_cast<uint32_t*>(block + answer.dataOffset);
     return c;
+  }
+
+  // The peer's GPU memory an offer or answer names (already checked): the
+  // same process's pointer (with peer access when the GPUs differ) or an
+  // IPC mapping.
+  static void* openPeerMemory(P2pConnection& c, const P2pOffer& o, int peer, const char* what) {
+    if (c.sameProc) {
+      void* mem = local_handles::take(o.token).get();
+      if (!mem) raise(weftRemoteError, "p2p: rank %d says it is a thread of this process, but its %s is not here", peer, what);
+      if (o.device != c.device) {
+        cudaError_t e = cudaDeviceEnablePeerAccess(o.device, 0);
+        if (e == cudaErrorPeerAccessAlreadyEnabled) (void)cudaGetLastError();
+        else WEFT_CUDA_CHECK(e);
+      }
+      return mem;
+    }
+    WEFT_CUDA_CHECK(cudaIpcOpenMemHandle(&c.opened, o.handle, cudaIpcMemLazyEnablePeerAccess));
+    return c.opened;
+  }
+
+  // The sender's credit word: zeroed (consumed starts at 0), offered to the
+  // receiver as the FIFO was offered to this end (its block, and where in it).
+  static void offerCreditWord(ConnectContext& ctx, P2pConnection& c, int peer, uint64_t tag) {
+    c.credit = CreditWords::process().take(c.device);
+    P2pOffer answer;
+    answer.sameProcess = c.sameProc;
+    answer.bytes = kP2pCreditBlockBytes;
+    answer.dataOffset = c.credit.offset;
+    answer.device = c.device;
+    if (c.sameProc)
+      answer.token = c.token = local_handles::publish(std::shared_ptr<void>(c.credit.block, [](void*) {}));
+    else WEFT_CUDA_CHECK(cudaIpcGetMemHandle(&answer.handle, c.credit.block));
+    c.end.credit = reinterpret_cast<uint32_t*>(c.credit.block + c.credit.offset);
+    ctx.bootstrap->send(peer, tag, &answer, sizeof(answer));
   }
 
   std::unique_ptr<Connection> connectSend(ConnectContext& ctx, int peer, uint64_t tag) override {
@@ -131,29 +223,18 @@ class P2pTransport : public Transport {
     ctx.bootstrap->recv(peer, tag, &offer, sizeof(offer));
     const size_t bytes = fifoBytes(ctx.geometry.nSlots, ctx.geometry.slotBytes);
     cuda::DeviceGuard guard(c->device);
-    cuda::countDeviceSetup();  // connecting: peer access or an IPC mapping may synchronise
-    void* mem;
-    int devices = 0;
-    if (cudaGetDeviceCount(&devices) != cudaSuccess) devices = 0;
+    cuda::countDeviceSetup();  // connecting: peer access, an IPC mapping or the credit word may synchronise
     // The slots start where this rank's own layout puts them, not where the
     // offer says: both ranks share one geometry.
     const size_t slotsAt = bytes - size_t(ctx.geometry.nSlots) * ctx.geometry.slotBytes;
+    int devices = 0;
+    if (cudaGetDeviceCount(&devices) != cudaSuccess) devices = 0;
     weftResult_t code = weftSuccess;
     if (const std::string bad = p2pOfferProblem(offer, bytes, slotsAt, c->sameProc, devices, &code); !bad.empty())
       raise(code, "p2p: rank %d offered %s", peer, bad.c_str());
-    if (c->sameProc) {
-      mem = local_handles::take(offer.token).get();
-      if (!mem) raise(weftRemoteError, "p2p: rank %d says it is a thread of this process, but its FIFO is not here", peer);
-      if (offer.device != c->device) {
-        cudaError_t e = cudaDeviceEnablePeerAccess(offer.device, 0);
-        if (e == cudaErrorPeerAccessAlreadyEnabled) (void)cudaGetLastError();
-        else WEFT_CUDA_CHECK(e);
-      }
-    } else {
-      WEFT_CUDA_CHECK(cudaIpcOpenMemHandle(&c->opened, offer.handle, cudaIpcMemLazyEnablePeerAccess));
-      mem = c->opened;
-    }
+    void* mem = openPeerMemory(*c, offer, peer, "FIFO");
     c->end.attach(static_cast<FifoHeader*>(mem), static_cast<char*>(mem) + slotsAt, ctx.geometry);
+    offerCreditWord(ctx, *c, peer, tag);
     return c;
   }
 };

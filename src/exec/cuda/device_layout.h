@@ -24,9 +24,15 @@ constexpr int kMaxChannelsPerCta = 16;
 constexpr int kMaxDeviceChannels = kMaxDeviceCtas * kMaxChannelsPerCta;
 
 // One FIFO end, as the device sees it. The counters are a FifoHeader's (in
-// the peer GPU's memory for p2p, in pinned mapped host memory for
+// the consumer GPU's memory for p2p, in pinned mapped host memory for
 // shm/socket/ib); the slots are next to them, except for ib with GPUDirect
 // RDMA, where they are in this GPU's memory.
+//
+// `credit`, when set (p2p), is a word in the producer's memory that the
+// consumer keeps equal to `consumed`: the consumer stores both, the
+// producer reads only `credit`, so each end polls its own memory (the
+// consumer `posted`, the producer `credit`). Null: the producer reads
+// `consumed` (host-memory FIFOs, where both ends are equally far).
 struct DevFifo {
   uint32_t* posted;    // &hdr->posted
   uint32_t* consumed;  // &hdr->consumed
@@ -36,6 +42,7 @@ struct DevFifo {
   uint64_t slotBytes;
   uint32_t nSlots;
   uint32_t pad;
+  uint32_t* credit;    // the consumer's count in the producer's memory, or null
 };
 
 // plan::Step with buffers and FIFOs resolved.

@@ -66,8 +66,10 @@ DeviceState* existingState(weftComm* comm) { return static_cast<DeviceState*>(co
 
 DeviceState& makeState(weftComm* comm, int dev) {
   const int64_t arena = comm->config.get(settings::kDeviceImageArena);
+  const int64_t scratch = comm->config.get(settings::kDeviceScratch);
   comm->deviceState = std::make_shared<DeviceState>(dev, &comm->aborting, comm->rank, ranksOnGpu(comm, dev),
-                                                    arena > 0 ? static_cast<size_t>(arena) : 0);
+                                                    arena > 0 ? static_cast<size_t>(arena) : 0,
+                                                    scratch > 0 ? static_cast<size_t>(scratch) : 0);
   WEFT_INFO(kInit, "rank %d: device path on GPU %d", comm->rank, dev);
   return *existingState(comm);
 }

@@ -35,7 +35,7 @@ bool isLegacyStream(cudaStream_t s) { return s == nullptr || s == cudaStreamLega
 }  // namespace
 
 DeviceState::DeviceState(int device, const std::atomic<bool>* abortFlag, int rank, int ranksOnGpu,
-                         size_t imageArenaBytes)
+                         size_t imageArenaBytes, size_t scratchBytes)
     : device_(device), rank_(rank), ranksOnGpu_(ranksOnGpu),
       exactArith_(settings::get(settings::kDeviceExactArith)), arena_(imageArenaBytes) {
   DeviceGuard guard(device);
@@ -60,6 +60,7 @@ DeviceState::DeviceState(int device, const std::atomic<bool>* abortFlag, int ran
     WEFT_CUDA_CHECK(cudaHostAlloc(&host, arena_.capacity(), cudaHostAllocPortable));
     arenaHost_ = static_cast<char*>(host);
   }
+  calls_ = std::make_unique<CallMemory>(scratchBytes, [this](size_t n) { return allocate(n); }, rank_);
   ringer_.setBusyCheck([this] { return !stream_->idle(); });
 }
 
@@ -77,8 +78,8 @@ DeviceState::~DeviceState() {
   // cannot be replayed anyway).
   plans_.clear();
   byContent_.clear();
-  scratch_.reset();
-  stage_.reset();
+  capturedImage_ = {};
+  if (calls_) calls_->reset();
   {
     // Stream-ordered: cudaFree could wait for the whole device, where
     // another rank's kernel may still run.
@@ -165,24 +166,18 @@ void DeviceState::reclaim() {
   });
 }
 
-void DeviceState::growScratch(size_t bytes, bool captured) {
-  if (!bytes || (scratch_ && scratch_->bytes >= bytes)) return;
-  if (captured) refuseInCapture({.scratchFits = false});
-  // The old block is released behind the launches that use it (stream
-  // order on the device stream), or when the last graph using it goes.
-  scratch_ = allocate(bytes);
-}
+// Within WEFT_DEVICE_SCRATCH the block reserved at init; beyond it a new
+// block outside capture (the old one is released behind the launches that
+// use it, or when the last graph using it goes), refused inside one.
+void DeviceState::growScratch(size_t bytes, bool captured) { (void)calls_->scratch(bytes, captured); }
 
 void* DeviceState::stage(const void* src, size_t bytes, cudaStream_t stream) {
   cudaGraph_t graph = nullptr;
   const bool captured = captureStateOf(stream, &graph) != CaptureState::None;
-  if (!stage_ || stage_->bytes < bytes) {
-    if (captured) refuseInCapture({.scratchFits = false});
-    DeviceGuard guard(device_);
-    stage_ = allocate(bytes);
-  }
+  DeviceGuard guard(device_);
+  const BlockRef& block = calls_->stage(bytes, captured);
   pendingStage_ = {src, bytes};
-  return stage_->ptr;
+  return block->ptr;
 }
 
 // In a range of the arena: a host copy into its pinned mirror and an
@@ -201,8 +196,9 @@ DeviceState::Uploaded DeviceState::place(const HostImage& img) {
   Uploaded u;
   if (!placeInArena(img, u)) {
     if (!arenaFullLogged_)
-      WEFT_INFO(kInit, "rank %d: plan image of %zu bytes does not fit the %zu free bytes of WEFT_DEVICE_IMAGE_ARENA=%zu: "
-                "allocated in the call path", rank_, img.bytes.size(), arena_.freeBytes(), arena_.capacity());
+      WEFT_WARN("rank %d: plan image of %zu bytes does not fit the %zu free bytes of WEFT_DEVICE_IMAGE_ARENA=%zu: "
+                "allocated in the call path (raise the setting to keep allocation out of calls)", rank_,
+                img.bytes.size(), arena_.freeBytes(), arena_.capacity());
     arenaFullLogged_ = true;
     u.blob = allocate(img.bytes.size());
     WEFT_CUDA_CHECK(cudaMemcpyAsync(u.blob->ptr, img.bytes.data(), img.bytes.size(), cudaMemcpyHostToDevice,
@@ -210,30 +206,60 @@ DeviceState::Uploaded DeviceState::place(const HostImage& img) {
   }
   // A pageable copy returns once the bytes are staged, so `img` may go; the
   // device stream waits for the setup stream (afterSetup()).
-  char* base = static_cast<char*>(u.blob->ptr);
+  Uploaded placed = pointInto(static_cast<char*>(u.blob->ptr), img);
+  placed.blob = std::move(u.blob);
+  return placed;
+}
+
+DeviceState::Uploaded DeviceState::pointInto(char* base, const HostImage& img) const {
+  Uploaded u;
   u.channels = reinterpret_cast<const DevChannel*>(base);
   u.steps = reinterpret_cast<const DevStep*>(base + img.stepsAt);
   u.fifos = reinterpret_cast<const DevFifo*>(base + img.fifosAt);
   return u;
 }
 
+// A shape first seen inside a capture: its image goes into a range of the
+// arena, copied from the pinned mirror by the graph itself (a copy node
+// before the kernel, on the captured stream), and belongs to that graph
+// only: eager calls never read it, since its bytes exist only once the
+// graph ran. Needs the FIFOs mapped (init or weftCommWarmup) and room in
+// the arena; refused otherwise. Allocates nothing. The graph owns the range
+// from the copy on, so a refusal later in the same call leaves a copy node
+// that writes only memory of its own graph.
+const DeviceState::Uploaded& DeviceState::uploadInCapture(const plan::Plan& p, const FifoLookup& fifos,
+                                                          cudaStream_t captured, cudaGraph_t graph) {
+  const HostImage img = buildImage(p, fifos, true);
+  const std::optional<size_t> at = arena_.take(img.bytes.size());
+  if (!at) refuseInCapture({.planUploaded = false});
+  memcpy(arenaHost_ + *at, img.bytes.data(), img.bytes.size());
+  WEFT_CUDA_CHECK(
+      cudaMemcpyAsync(arenaDev_ + *at, arenaHost_ + *at, img.bytes.size(), cudaMemcpyHostToDevice, captured));
+  capturedImage_ = pointInto(arenaDev_ + *at, img);
+  capturedImage_.blob = std::make_shared<DeviceBlock>(arenaDev_ + *at, img.bytes.size(), releases_);
+  keepForGraph(graph, {capturedImage_.blob});
+  return capturedImage_;
+}
+
 // The plan's device image: from the cache when `keep` still owns it, or an
-// identical uncached image uploaded before; else built and uploaded (never
-// inside a capture).
+// identical uncached image uploaded before; else built and uploaded from the
+// arena's mirror on the setup stream, or, inside a capture, by the graph
+// (uploadInCapture).
 const DeviceState::Uploaded& DeviceState::upload(const plan::Plan& p, const std::shared_ptr<const plan::Plan>& keep,
-                                                 const FifoLookup& fifos, bool captured) {
+                                                 const FifoLookup& fifos, cudaStream_t captured,
+                                                 cudaGraph_t graph) {
   if (keep) {
     auto it = plans_.find(&p);
     if (it != plans_.end() && it->second.keep.lock() == keep) return it->second;
-    if (captured) refuseInCapture({.planUploaded = false});
+    if (captured) return uploadInCapture(p, fifos, captured, graph);
     Uploaded u = place(buildImage(p, fifos, false));
     u.keep = keep;
     return plans_[&p] = std::move(u);  // replaces a stale entry at a reused address
   }
-  HostImage img = buildImage(p, fifos, captured);
+  HostImage img = buildImage(p, fifos, captured != nullptr);
   for (auto it = byContent_.rbegin(); it != byContent_.rend(); ++it)
     if (it->first == img.bytes) return it->second;
-  if (captured) refuseInCapture({.planUploaded = false});
+  if (captured) return uploadInCapture(p, fifos, captured, graph);
   Uploaded u = place(img);
   if (byContent_.size() >= kContentImages) byContent_.erase(byContent_.begin());
   byContent_.emplace_back(std::move(img.bytes), std::move(u));
@@ -245,7 +271,8 @@ void DeviceState::fillLaunch(DevLaunch& L, const Uploaded& u, const plan::Plan& 
   L.channels = u.channels;
   L.steps = u.steps;
   L.fifos = u.fifos;
-  L.scratch = scratch_ ? scratch_->ptr : nullptr;
+  const BlockRef& scratch = calls_->currentScratch();
+  L.scratch = scratch ? scratch->ptr : nullptr;
   L.status = statusDev_;
   L.abortFlag = abortDev_;
   L.timeoutNs = timeoutMs > 0 ? static_cast<uint64_t>(timeoutMs) * 1000000ull : 0;
@@ -329,11 +356,13 @@ void DeviceState::run(const plan::Plan& p, const std::shared_ptr<const plan::Pla
   }
   const bool captured = cs == CaptureState::Active;
   if (!captured) reclaim();
-  const Uploaded& u = upload(p, keep, fifos, captured);
+  // Refusals first: a capture refused after the image's copy node would
+  // leave that node in the user's graph (harmless, but wasted).
   growScratch(p.scratchElems * p.elemSize, captured);
+  const Uploaded& u = upload(p, keep, fifos, captured ? stream : nullptr, graph);
   DevLaunch L{};
   fillLaunch(L, u, p, b, op, timeoutMs);
-  std::vector<BlockRef> refs{u.blob, scratch_};
+  std::vector<BlockRef> refs{u.blob, calls_->currentScratch()};
   if (b.size() > static_cast<size_t>(kMaxDeviceBindings)) {
     // Captured: the copy is part of the graph, on the captured stream.
     refs.push_back(placeBindings(b, captured, captured ? stream : stream_->setup()));
@@ -342,15 +371,17 @@ void DeviceState::run(const plan::Plan& p, const std::shared_ptr<const plan::Pla
   if (!captured) stream_->afterSetup();
   cudaStream_t s = stream_->begin(stream, captured);
   bool stagedUsed = false;
-  for (const auto& x : b) stagedUsed |= stage_ && x.send == stage_->ptr;
+  const BlockRef& stage = calls_->currentStage();
+  for (const auto& x : b) stagedUsed |= stage && x.send == stage->ptr;
   if (staged.src && stagedUsed) {
-    WEFT_CUDA_CHECK(cudaMemcpyAsync(stage_->ptr, staged.src, staged.bytes, cudaMemcpyDeviceToDevice, s));
-    refs.push_back(stage_);
+    WEFT_CUDA_CHECK(cudaMemcpyAsync(stage->ptr, staged.src, staged.bytes, cudaMemcpyDeviceToDevice, s));
+    refs.push_back(stage);
   }
   launchInterpreter(L, nChannels, s);
   stream_->end(stream, captured);
   if (!captured) launchSeq_++;
   if (captured) {
+    capturedImage_.blob.reset();  // its graph holds it (uploadInCapture)
     keepForGraph(graph, std::move(refs));
     ringer_.keepRinging();  // replays are invisible to the host
   } else {

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "algorithms/plan.h"
+#include "src/exec/cuda/call_memory.h"
 #include "src/exec/cuda/comm_stream.h"
 #include "src/exec/cuda/device_plan.h"
 #include "src/exec/cuda/host_fifos.h"
@@ -38,8 +39,11 @@ class DeviceState {
  public:
   // `ranksOnGpu`: ranks of this process that use the same GPU (the legacy
   // default stream cannot serve more than one). `imageArenaBytes`
-  // (WEFT_DEVICE_IMAGE_ARENA): device memory reserved now for plan images.
-  DeviceState(int device, const std::atomic<bool>* abortFlag, int rank, int ranksOnGpu, size_t imageArenaBytes);
+  // (WEFT_DEVICE_IMAGE_ARENA): device memory reserved now for plan images;
+  // `scratchBytes` (WEFT_DEVICE_SCRATCH): reserved now for each of scratch
+  // and in-place staging (call_memory.h).
+  DeviceState(int device, const std::atomic<bool>* abortFlag, int rank, int ranksOnGpu, size_t imageArenaBytes,
+              size_t scratchBytes);
   ~DeviceState();  // waits for this communicator's queued eager work
   DeviceState(const DeviceState&) = delete;
   DeviceState& operator=(const DeviceState&) = delete;
@@ -81,8 +85,12 @@ class DeviceState {
     size_t stepsAt = 0, fifosAt = 0;
   };
   HostImage buildImage(const plan::Plan& p, const FifoLookup& fifos, bool captured);
+  // `captured`: the stream being captured into `graph`, or null (eager).
   const Uploaded& upload(const plan::Plan& p, const std::shared_ptr<const plan::Plan>& keep, const FifoLookup& fifos,
-                         bool captured);
+                         cudaStream_t captured, cudaGraph_t graph);
+  const Uploaded& uploadInCapture(const plan::Plan& p, const FifoLookup& fifos, cudaStream_t captured,
+                                  cudaGraph_t graph);
+  Uploaded pointInto(char* base, const HostImage& img) const;
   Uploaded place(const HostImage& img);
   DevFifo fifoView(const FifoEnd& e, bool captured);
   char* slotsView(char* data, size_t bytes);
@@ -121,8 +129,8 @@ class DeviceState {
   std::vector<std::pair<std::vector<char>, Uploaded>> byContent_;  // uncached plans, most recent last
   std::map<const FifoHeader*, DevFifo> fifoViews_;
   std::vector<HostMapping> mappings_;
-  BlockRef scratch_;
-  BlockRef stage_;
+  std::unique_ptr<CallMemory> calls_;  // scratch and staging, reserved with the state
+  Uploaded capturedImage_;  // the image the last captured launch placed (owned by its graph)
   struct PendingStage {
     const void* src = nullptr;
     size_t bytes = 0;

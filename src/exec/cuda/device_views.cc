@@ -80,6 +80,7 @@ DevFifo DeviceState::fifoView(const FifoEnd& e, bool captured) {
   f.data = dataDev;
   f.slotBytes = h.slotBytes;
   f.nSlots = h.nSlots;
+  f.credit = e.credit;  // GPU FIFOs: the producer's credit word (null: it reads consumed)
   fifoViews_[e.hdr] = f;
   return f;
 }

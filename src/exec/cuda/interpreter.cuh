@@ -16,9 +16,12 @@
 //
 // Credits are cached: a FIFO end's own counter (the producer's posted, the
 // consumer's consumed) is read once per step and then kept; the other end's
-// counter is re-read only when the cached value says "not ready". On the
-// GPU the consumer end's memory (p2p: the receiver's) holds both counters,
-// so the producer reads remote memory only when it runs out of credit.
+// counter is re-read only when the cached value says "not ready". The
+// consumer polls `posted`, in its own memory (p2p: the receiving GPU's);
+// the producer, when its cached credit runs out, reads the FIFO's credit
+// word, which the consumer writes into the producer's memory next to
+// `consumed` (DevFifo::credit; host-memory FIFOs have none and the
+// producer reads `consumed`). So neither end polls the other's memory.
 // Posting costs one system fence per piece: slot sizes, fence, counters.
 //
 // With the LL protocol (DevLaunch::proto, device_ll.cuh) a piece's lines
@@ -110,6 +113,17 @@ WEFT_DEV uint64_t pieceElemsOf(const DevLaunch& L, const DevStep& st) {
   return piece ? piece : 1;
 }
 
+// Where the producer learns what the consumer freed: its own memory when
+// the FIFO has a credit word.
+WEFT_DEV uint32_t loadCredit(const DevFifo& f) { return loadCounter(f.credit ? f.credit : f.consumed); }
+
+// The consumer frees a slot: `consumed` (what host movers and the FIFO's
+// accounting read) and the producer's credit word.
+WEFT_DEV void storeConsumed(const DevFifo& f, uint32_t v) {
+  storeCounter(f.consumed, v);
+  if (f.credit) storeCounter(f.credit, v);
+}
+
 // The step's own counters, read once when the channel enters it; the other
 // end's are set to "not ready" so that the first check reads them.
 WEFT_DEV void loadCounters(const DevLaunch& L, const DevStep& st, ChanCursor& cc) {
@@ -140,7 +154,7 @@ WEFT_DEV uint32_t tryPieceLl(const DevLaunch& L, const DevStep& st, ChanCursor& 
   for (int i = 0; i < st.nSend; i++) {
     const DevFifo& f = L.fifos[st.out[i]];
     if (cc.outP[i] - cc.outC[i] >= f.nSlots) {
-      cc.outC[i] = loadCounter(f.consumed);
+      cc.outC[i] = loadCredit(f);
       if (cc.outP[i] - cc.outC[i] >= f.nSlots) return 0;
     }
     sh.outSlot[i] = f.data + (cc.outP[i] % f.nSlots) * f.slotBytes;
@@ -164,7 +178,7 @@ WEFT_DEV uint32_t tryPiece(const DevLaunch& L, const DevStep& st, ChanCursor& cc
   for (int i = 0; i < st.nSend; i++) {
     const DevFifo& f = L.fifos[st.out[i]];
     if (cc.outP[i] - cc.outC[i] < f.nSlots) continue;
-    cc.outC[i] = loadCounter(f.consumed);
+    cc.outC[i] = loadCredit(f);
     if (cc.outP[i] - cc.outC[i] >= f.nSlots) return 0;
   }
   if (fresh) fenceSystem();  // the slots' data and sizes after the counter that published them
@@ -258,7 +272,7 @@ WEFT_DEV void finishPiece(const DevLaunch& L, const DevStep& st, ChanCursor& cc,
   if (st.nSend && simple) fenceSystem();  // the CTA's slot writes (ordered by ctaSync) and the sizes first
   for (int i = 0; i < st.nSend; i++) storeCounter(L.fifos[st.out[i]].posted, ++cc.outP[i]);
   // The slots' reads are complete (their values were used); no fence needed.
-  for (int i = 0; i < st.nRecv; i++) storeCounter(L.fifos[st.in[i]].consumed, ++cc.inC[i]);
+  for (int i = 0; i < st.nRecv; i++) storeConsumed(L.fifos[st.in[i]], ++cc.inC[i]);
   cc.done += n;
   if (cc.done == st.count) {
     cc.step++;

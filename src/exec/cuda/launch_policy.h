@@ -44,14 +44,16 @@ inline std::string captureRefusal(CaptureState s, const LaunchNeeds& n) {
     missing += what;
   };
   add(n.stateReady, "the communicator's device state");
-  add(n.planUploaded, "the plan's device image");
+  add(n.planUploaded, "the plan's device image (no room in WEFT_DEVICE_IMAGE_ARENA)");
   add(n.fifosMapped, "device views of its connections");
   add(n.scratchFits, "scratch of the needed size");
   add(n.tableFits, "room for the group's binding table (WEFT_DEVICE_IMAGE_ARENA)");
   if (missing.empty()) return {};
-  return "a call inside CUDA graph capture would have to allocate or upload (" + missing +
-         "); make the same call (same collective, count, type and peers) once outside capture first "
-         "(the first call of each shape is the warm-up; see docs/cuda.md)";
+  std::string why = "a call inside CUDA graph capture would have to allocate or upload (" + missing +
+                    "); make the same call (same collective, count, type and peers) once outside capture first "
+                    "(the first call of each shape is the warm-up; see docs/cuda.md)";
+  if (!n.fifosMapped) why += ", or call weftCommWarmup on every rank after init (it connects every call shape)";
+  return why;
 }
 
 // Set-up actions of the device path, counted process-wide: device and
