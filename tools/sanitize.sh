@@ -96,8 +96,10 @@ case "$kind" in
     # loopback provider: Ibloop*, Provider*), and the CUDA interpreter
     # compiled for the host (DevEmu*: CTA threads and emulated ranks over
     # in-memory FIFOs; alone: SANITIZE_TARGETS=devemu_test tools/sanitize.sh
-    # tsan -R DevEmu).
-    TSAN_TESTS='Thread|AlgorithmCollectives|Process|KilledRank|LowLatency|Bootstrap|Handshake|StreamMac|Socket|DevEmu'
+    # tsan -R DevEmu), the registration tests (thread ranks on registered
+    # buffers: the single-copy path) and the host task queue (the host
+    # stream's worker and its callers).
+    TSAN_TESTS='Thread|AlgorithmCollectives|Process|KilledRank|LowLatency|Bootstrap|Handshake|StreamMac|Socket|DevEmu|Registration|HostTaskQueue'
     selection=(-R "$TSAN_TESTS|Ibloop|Provider" -LE "long|gpu")
     ;;
 esac
