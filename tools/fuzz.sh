@@ -22,7 +22,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD="${WEFT_FUZZ_BUILD_DIR:-$ROOT/build-fuzz}"
 ALL_TARGETS=(unique_id bootstrap_wire root_reply handshake conninfo_ib conninfo_socket conninfo_shm conninfo_p2p
-             topo_file tune_file settings peer_info ib_facts lbv_settings bench_flags bootstrap_root bootstrap_reader socket_pump)
+             topo_file tune_file settings peer_info ib_facts ib_discovery lbv_settings bench_flags bootstrap_root bootstrap_reader socket_pump)
 
 targets=()
 flags=()

@@ -10,7 +10,7 @@
 //     harness fixes their checksums so mutations reach the fields), checked
 //     as a connecting end checks the peer's (connInfoMismatch).
 // Layout: the readers below in the order LLVMFuzzerTestOneInput calls them
-// (readSettings, readPort per port, checkFacts, checkConnInfos), each field
+// (readIbSettings, readPort per port, checkFacts, checkConnInfos), each field
 // off the input in turn (zeros once it runs out; texts length-prefixed). Invariants: a decision to use IB names
 // only active, filter-accepted ports of a known link layer, fastest first,
 // each with a GID of its own table; the facts join only two usable ends of
@@ -18,14 +18,9 @@
 // every field the checks cover.
 #include <cstdio>
 
-#include "src/util/error.h"
-#include "tests/fuzz/fuzz_common.h"
+#include "tests/fuzz/ib_decision_check.h"
 #include "transports/ib/conn_info.h"
-#include "transports/ib/gdr_decision.h"
-#include "transports/ib/gid_select.h"
 #include "transports/ib/ib_facts.h"
-#include "transports/ib/ib_hca_filter.h"
-#include "transports/ib/ib_select.h"
 
 using namespace weft;
 using namespace weft::ib;
@@ -34,41 +29,8 @@ namespace {
 
 constexpr uint8_t kPortActive = 4;  // IBV_PORT_ACTIVE
 
-// The settings' texts; a malformed one is a clear error (weft::Error) and
-// the rest of the input runs with that setting unset.
-struct Settings {
-  HcaFilter hca;
-  GidFilter gid;
-  int forcedGid = -1;
-  bool disabled = false;
-};
-
-template <class F>
-void tryParse(F parse) {
-  try {
-    parse();
-  } catch (const Error&) {
-  }
-}
-
-Settings readSettings(fuzz::Reader& in) {
-  Settings s;
-  const std::string hca = in.shortString(), family = in.shortString(), range = in.shortString();
-  tryParse([&] { s.hca = parseHcaFilter(hca); });
-  tryParse([&] { s.gid.family = parseAddrFamily(family); });
-  tryParse([&] { s.gid.range = parseAddrRange(range); });
-  WEFT_FUZZ_CHECK(s.gid.range.bits >= 0 && s.gid.range.bits <= 128);
-  s.gid.roceVersion = in.byte() % 3;
-  const int16_t forced = in.take<int16_t>();
-  s.forcedGid = forced < 0 ? -1 : forced;
-  s.disabled = in.byte() & 1;
-  const std::string level = in.shortString();
-  tryParse([&] { WEFT_FUZZ_CHECK(static_cast<int>(parseGdrLevel(level)) >= 0); });
-  return s;
-}
-
-// One port as discoverDevice (ib_transport_verbs.cc) builds it from verbs'
-// answers and sysfs.
+// One port as discoverDevice (ib_discovery.cc) builds it from verbs'
+// answers and sysfs (ib_discovery fuzzes those calls themselves).
 PortState readPort(fuzz::Reader& in) {
   PortState p;
   p.dev = in.shortString();
@@ -91,30 +53,6 @@ PortState readPort(fuzz::Reader& in) {
     if (!gidIsZero(e.gid)) p.gids.push_back(e);  // discovery skips empty entries
   }
   return p;
-}
-
-const GidEntry* findGid(const PortState& p, int index) {
-  for (const GidEntry& e : p.gids)
-    if (e.index == index) return &e;
-  return nullptr;
-}
-
-void checkDecision(const Discovery& found, const Settings& s) {
-  const Decision d = decide(found, s.hca, s.disabled, s.forcedGid, s.gid);
-  WEFT_FUZZ_CHECK(!d.reason.empty());
-  WEFT_FUZZ_CHECK(d.usable.size() == d.gid.size());
-  WEFT_FUZZ_CHECK(d.useIb == !d.usable.empty());
-  if (!d.useIb) return;
-  WEFT_FUZZ_CHECK(!s.disabled && found.verbsLoaded);
-  for (size_t i = 0; i < d.usable.size(); ++i) {
-    const PortState& p = d.usable[i];
-    WEFT_FUZZ_CHECK(p.active && p.linkLayer != LinkLayer::Unknown && hcaFilterAccepts(s.hca, p.dev, p.port));
-    WEFT_FUZZ_CHECK(d.gid[i].ok);
-    const GidEntry* e = findGid(p, d.gid[i].index);
-    WEFT_FUZZ_CHECK(e && !gidIsZero(e->gid) && e->type == d.gid[i].type);
-    if (s.forcedGid >= 0) WEFT_FUZZ_CHECK(d.gid[i].index == s.forcedGid);
-    if (i) WEFT_FUZZ_CHECK(d.usable[i - 1].speedMbps >= p.speedMbps);
-  }
 }
 
 // A facts row as readFacts (transports/transport.h) copies it out of PeerInfo.
@@ -186,13 +124,13 @@ void checkConnInfos(fuzz::Reader& in) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   fuzz::Reader in(data, size);
-  const Settings s = readSettings(in);
+  const fuzz::IbSettings s = fuzz::readIbSettings(in);
   Discovery found;
   found.verbsLoaded = in.byte() & 1;
   if (!found.verbsLoaded) found.loadError = "fuzz: not loaded";
   const int nPorts = in.byte() % 5;
   for (int i = 0; i < nPorts; ++i) found.ports.push_back(readPort(in));
-  checkDecision(found, s);
+  fuzz::checkIbDecision(found, s);
   checkFacts(in);
   checkConnInfos(in);
   return 0;

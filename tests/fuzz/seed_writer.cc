@@ -349,6 +349,54 @@ void ibFactsSeeds() {
   write("ib_facts", "forced_gid_index", forced.b);
 }
 
+// ib_discovery: the settings, whether ibv_query_gid_ex exists, then each
+// verbs call's answer in the order discovery asks (ib_discovery_fuzz.cc).
+struct DiscoveryPort {
+  uint8_t state;  // 4: IBV_PORT_ACTIVE
+  uint8_t link;   // 1 InfiniBand, 2 Ethernet
+  std::vector<std::pair<ib::Gid, uint32_t>> gids;  // GID and ibv_gid_entry's gid_type, by index
+};
+
+void discoveryDevice(Bytes& b, const std::string& name, const std::vector<DiscoveryPort>& ports, bool gidEx) {
+  b.put(uint8_t(0));  // a name
+  shortText(b, name);
+  b.put(uint8_t(0)).put(uint8_t(0)).put(uint8_t(ports.size()));  // opened, queried, phys_port_cnt
+  for (const DiscoveryPort& p : ports) {
+    b.put(uint8_t(0)).put(p.state).put(p.link).put(uint8_t(64)).put(uint8_t(2)).put(int32_t(p.gids.size()));
+    b.put(uint8_t(0));
+    shortText(b, p.state == 4 ? "PORT_ACTIVE" : "PORT_DOWN");
+    if (p.state != 4) continue;
+    for (const auto& [gid, type] : p.gids) {
+      b.put(uint8_t(0)).put(gid);
+      if (gidEx && !ib::gidIsZero(gid)) b.put(uint8_t(0)).put(type);
+    }
+  }
+}
+
+void ibDiscoverySeeds() {
+  const ib::Gid local{0xfe, 0x80, 0, 0, 0, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8};
+  const ib::Gid v4{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 0, 0, 1};
+  const ib::Gid zero{};
+  for (bool gidEx : {true, false}) {
+    Bytes b = ibSettings(gidEx ? "mlx5_0,mlx5_1" : "", gidEx ? "AF_INET" : "", "", -1);
+    b.put(uint8_t(gidEx)).put(uint8_t(2));  // two devices
+    discoveryDevice(b, "mlx5_0", {{4, 2, {{local, 1}, {local, 2}, {v4, 1}, {v4, 2}}}}, gidEx);
+    discoveryDevice(b, "mlx5_1", {{4, 1, {{local, 0}, {zero, 0}}}, {1, 2, {}}}, gidEx);
+    write("ib_discovery", gidEx ? "roce_and_ib_gid_ex" : "roce_and_ib_sysfs", b.b);
+  }
+  // A library that lists more devices than it holds, a device without a
+  // name, one that cannot be opened and one whose query fails.
+  Bytes odd = ibSettings("", "", "", 3);
+  odd.put(uint8_t(1)).put(uint8_t(0x40 | 3)).put(uint8_t(7));
+  odd.put(uint8_t(0xff));                                                 // no name
+  odd.put(uint8_t(0)).put(uint8_t(5)).text("mlx4_").put(uint8_t(1));      // cannot be opened
+  odd.put(uint8_t(0)).put(uint8_t(6)).text("mlx5_9").put(uint8_t(0)).put(uint8_t(0xf5)).put(uint8_t(1));
+  write("ib_discovery", "count_beyond_list", odd.b);
+  Bytes none = ibSettings("", "", "", -1);
+  none.put(uint8_t(1)).put(uint8_t(0xff));  // no device list
+  write("ib_discovery", "no_device_list", none.b);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -365,5 +413,6 @@ int main(int argc, char** argv) {
   statefulSeeds();
   peerInfoSeeds();
   ibFactsSeeds();
+  ibDiscoverySeeds();
   return 0;
 }

@@ -4,15 +4,14 @@
 #include "transports/ib/ib_transport.h"
 
 #include <atomic>
-#include <fstream>
 #include <mutex>
 #include <optional>
-#include <sstream>
 
 #include "src/util/error.h"
 #include "src/util/log.h"
 #include "transports/ib/ib_connection.h"
 #include "transports/ib/ib_device.h"
+#include "transports/ib/ib_discovery.h"
 #include "transports/ib/flush_schedule.h"
 #include "transports/ib/ib_select.h"
 #include "transports/ib/nic_choice.h"
@@ -23,73 +22,6 @@ namespace ib {
 
 namespace {
 
-// The GID type is not in ibv_query_gid's answer; the kernel publishes it in
-// sysfs. Unreadable (old kernel, IB port): v1 semantics.
-GidType readSysfsGidType(const std::string& dev, int port, int index) {
-  std::ostringstream path;
-  path << "/sys/class/infiniband/" << dev << "/ports/" << port << "/gid_attrs/types/" << index;
-  std::ifstream in(path.str());
-  std::string text;
-  if (!in || !std::getline(in, text)) return GidType::IbRoceV1;
-  return parseGidType(text);
-}
-
-// ibv_query_gid_ex where libibverbs has it (no sysfs needed), else sysfs.
-GidType readGidType(const Verbs& v, ibv_context* ctx, const std::string& dev, int port, int index) {
-  if (v.queryGidEx) {
-    ibv_gid_entry e{};
-    if (v.queryGidEx(ctx, static_cast<uint32_t>(port), static_cast<uint32_t>(index), &e, 0, sizeof e) == 0)
-      return e.gid_type == IBV_GID_TYPE_ROCE_V2 ? GidType::RoceV2 : GidType::IbRoceV1;
-  }
-  return readSysfsGidType(dev, port, index);
-}
-
-// linkLayerOfVerbsCode (ib_facts.h) reads these codes without verbs.h.
-static_assert(IBV_LINK_LAYER_UNSPECIFIED == 0 && IBV_LINK_LAYER_INFINIBAND == 1 && IBV_LINK_LAYER_ETHERNET == 2);
-
-void discoverDevice(const Verbs& v, ibv_device* device, Discovery& out) {
-  std::string name = v.getDeviceName(device);
-  ibv_context* ctx = v.openDevice(device);
-  if (!ctx) {
-    WEFT_INFO(kNet | kInit, "NET/IB: cannot open %s; skipped", name.c_str());
-    return;
-  }
-  ibv_device_attr dattr{};
-  if (v.queryDevice(ctx, &dattr) != 0) {
-    WEFT_INFO(kNet | kInit, "NET/IB: ibv_query_device(%s) failed; skipped", name.c_str());
-    v.closeDevice(ctx);
-    return;
-  }
-  for (int port = 1; port <= dattr.phys_port_cnt; ++port) {
-    ibv_port_attr pattr{};
-    if (v.queryPort(ctx, static_cast<uint8_t>(port), &pattr) != 0) continue;
-    PortState s;
-    s.dev = name;
-    s.port = port;
-    s.active = pattr.state == IBV_PORT_ACTIVE;
-    s.stateName = portStateName(v.portStateStr(pattr.state));
-    s.linkLayer = linkLayerOfVerbsCode(pattr.link_layer);
-    s.speedMbps = portSpeedMbps(pattr.active_speed, pattr.active_width);
-    if (s.active) {
-      const int n = gidEntriesToRead(pattr.gid_tbl_len);
-      for (int i = 0; i < n; ++i) {
-        ibv_gid gid{};
-        if (v.queryGid(ctx, static_cast<uint8_t>(port), i, &gid) != 0) continue;
-        GidEntry e;
-        e.index = i;
-        for (int b = 0; b < 16; ++b) e.gid[b] = gid.raw[b];
-        if (gidIsZero(e.gid)) continue;
-        e.type = readGidType(v, ctx, name, port, i);
-        s.gids.push_back(e);
-      }
-    }
-    WEFT_INFO(kNet | kInit, "NET/IB: found %s:%d %s %s %d Mbps, %zu GIDs", name.c_str(), port, s.stateName.c_str(),
-              linkLayerName(s.linkLayer), s.speedMbps, s.gids.size());
-    out.ports.push_back(std::move(s));
-  }
-  v.closeDevice(ctx);
-}
-
 // Finds the HCAs and ports of this machine through verbs (and sysfs for GID
 // types). Never throws for "nothing there": that is a Discovery with no
 // ports, and the decision (ib_select.h) turns it into a reason.
@@ -97,13 +29,7 @@ Discovery discoverPorts() {
   Discovery d;
   const Verbs* v = loadVerbs(&d.loadError);
   if (!v) return d;
-  d.verbsLoaded = true;
-  int n = 0;
-  ibv_device** list = v->getDeviceList(&n);
-  if (!list) return d;  // no devices, or the kernel modules are absent
-  for (int i = 0; i < n; ++i) discoverDevice(*v, list[i], d);
-  v->freeDeviceList(list);
-  return d;
+  return discoverPortsWith(*v);
 }
 
 }  // namespace

@@ -1,0 +1,21 @@
+// Discovery of this machine's HCA ports through a verbs table: devices,
+// their ports, each active port's GIDs and GID types (ibv_query_gid_ex, or
+// sysfs without it). Every value comes from the verbs library, a separate
+// component that may be a stand-in (WEFT_IB_VERBS_LIB): a null text, a
+// device count beyond its list, any code or length is read without trust.
+// The table is a parameter so that the fuzz target (tests/fuzz/
+// ib_discovery_fuzz.cc) can answer every call from its input.
+#pragma once
+
+#include "transports/ib/ib_select.h"
+#include "transports/ib/verbs_loader.h"
+
+namespace weft::ib {
+
+// The ports of every device `v` lists. Never throws for "nothing there": a
+// device that cannot be opened or queried is skipped with an INFO line,
+// and the decision (ib_select.h) turns an empty result into a reason. Sets
+// verbsLoaded; every device opened is closed, the list freed.
+Discovery discoverPortsWith(const Verbs& v);
+
+}  // namespace weft::ib
