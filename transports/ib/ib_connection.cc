@@ -125,8 +125,12 @@ IbConnection::PortState IbConnection::openPort() {
   st.num = static_cast<uint8_t>(choice_.port.port);
   if (v->queryPort(dev_->ctx, st.num, &st.attr) != 0)
     raise(weftSystemError, "NET/IB: ibv_query_port(%s) failed", where().c_str());
-  if (st.attr.state != IBV_PORT_ACTIVE)
-    raise(weftSystemError, "NET/IB: port %s went %s", where().c_str(), v->portStateStr(st.attr.state));
+  if (st.attr.state != IBV_PORT_ACTIVE) {
+    // A verbs library other than rdma-core's may have no text for a state.
+    const char* state = v->portStateStr(st.attr.state);
+    raise(weftSystemError, "NET/IB: port %s went %s (state %d)", where().c_str(), state ? state : "inactive",
+          int(st.attr.state));
+  }
   if (cfg_.pkeyIndex >= st.attr.pkey_tbl_len)
     raise(weftInvalidArgument, "NET/IB: WEFT_IB_PKEY=%d, but %s has %u partition keys (indices 0..%d)",
           cfg_.pkeyIndex, where().c_str(), st.attr.pkey_tbl_len, st.attr.pkey_tbl_len - 1);
