@@ -13,6 +13,11 @@
 namespace weft::test {
 
 enum class CollKind { AllReduce, ReduceScatter, AllGather, Broadcast, Reduce, AllToAll, SendRecv };
+// Every collective the checks cover, and those with an in-place form.
+inline constexpr CollKind kAllColls[] = {CollKind::AllReduce, CollKind::ReduceScatter, CollKind::AllGather,
+                                         CollKind::Broadcast, CollKind::Reduce,        CollKind::AllToAll,
+                                         CollKind::SendRecv};
+constexpr bool hasInPlace(CollKind c) { return c != CollKind::AllToAll && c != CollKind::SendRecv; }
 const char* collKindName(CollKind c);
 
 struct Scenario {

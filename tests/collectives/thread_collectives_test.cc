@@ -16,13 +16,9 @@ const weftDataType_t kAllTypes[] = {weftInt8,   weftUint8,    weftInt32,      we
                                     weftFloat16, weftFloat32, weftFloat64,    weftBfloat16, weftFloat8e4m3,
                                     weftFloat8e5m2};
 const weftRedOp_t kAllOps[] = {weftSum, weftProd, weftMax, weftMin, weftAvg, kPreMulSum};
-const CollKind kAllColls[] = {CollKind::AllReduce, CollKind::ReduceScatter, CollKind::AllGather, CollKind::Broadcast,
-                              CollKind::Reduce,    CollKind::AllToAll,      CollKind::SendRecv};
-
 bool reduces(CollKind c) {
   return c == CollKind::AllReduce || c == CollKind::ReduceScatter || c == CollKind::Reduce;
 }
-bool hasInPlace(CollKind c) { return c != CollKind::AllToAll && c != CollKind::SendRecv; }
 
 class ThreadCollectives : public ::testing::TestWithParam<int> {
  protected:

@@ -20,13 +20,9 @@ struct TypeOp {
 // Reductions see every pair; copies only care about the element size.
 const TypeOp kTypeOps[] = {
     {weftFloat32, weftSum}, {weftBfloat16, weftAvg}, {weftInt32, weftMax}, {weftFloat64, kPreMulSum}};
-const CollKind kAllColls[] = {CollKind::AllReduce, CollKind::ReduceScatter, CollKind::AllGather, CollKind::Broadcast,
-                              CollKind::Reduce,    CollKind::AllToAll,      CollKind::SendRecv};
-
 bool reduces(CollKind c) {
   return c == CollKind::AllReduce || c == CollKind::ReduceScatter || c == CollKind::Reduce;
 }
-bool hasInPlace(CollKind c) { return c != CollKind::AllToAll && c != CollKind::SendRecv; }
 
 // With WEFT_BUFFSIZE=65536 and 8 slots a slot holds 8 KiB: 20011 elements
 // of 4 bytes cross ~10 slots per rank block for small rank counts.

@@ -24,9 +24,6 @@
 namespace weft::test {
 namespace {
 
-constexpr CollKind kColls[] = {CollKind::AllReduce, CollKind::ReduceScatter, CollKind::AllGather, CollKind::Broadcast,
-                               CollKind::Reduce,    CollKind::AllToAll,      CollKind::SendRecv};
-bool hasInPlace(CollKind c) { return c != CollKind::AllToAll && c != CollKind::SendRecv; }
 
 struct TypeOp {
   weftDataType_t type;
@@ -77,7 +74,7 @@ class SocketBidirEnv : public ::testing::Test {
   static void runAll(ThreadRanks& ranks, std::initializer_list<size_t> counts, uint64_t seed) {
     const int n = ranks.size();
     size_t k = 0;
-    for (CollKind coll : kColls)
+    for (CollKind coll : kAllColls)
       for (size_t count : counts)
         for (int place = 0; place < (hasInPlace(coll) ? 2 : 1); ++place, ++k) {
           Scenario s;

@@ -15,9 +15,6 @@
 namespace weft::test {
 namespace {
 
-constexpr CollKind kColls[] = {CollKind::AllReduce, CollKind::ReduceScatter, CollKind::AllGather, CollKind::Broadcast,
-                               CollKind::Reduce,    CollKind::AllToAll,      CollKind::SendRecv};
-bool hasInPlace(CollKind c) { return c != CollKind::AllToAll && c != CollKind::SendRecv; }
 
 struct TypeOp {
   weftDataType_t type;
@@ -43,7 +40,7 @@ class SocketDirectCollectives : public ::testing::TestWithParam<int> {
     ThreadRanks ranks(n);
     ASSERT_EQ(ranks.status(), weftSuccess);
     size_t k = 0;
-    for (CollKind coll : kColls)
+    for (CollKind coll : kAllColls)
       for (size_t count : counts)
         for (int place = 0; place < (hasInPlace(coll) ? 2 : 1); ++place, ++k) {
           Scenario s;

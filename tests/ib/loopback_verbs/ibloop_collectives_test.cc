@@ -24,8 +24,6 @@ namespace {
 
 IbloopProcessEnv ibloopEnv;
 
-const CollKind kAllColls[] = {CollKind::AllReduce, CollKind::ReduceScatter, CollKind::AllGather, CollKind::Broadcast,
-                              CollKind::Reduce,    CollKind::AllToAll,      CollKind::SendRecv};
 struct TypeOp {
   weftDataType_t type;
   weftRedOp_t op;
@@ -33,7 +31,6 @@ struct TypeOp {
 const TypeOp kTypeOps[] = {{weftFloat32, weftSum}, {weftBfloat16, weftAvg}, {weftInt32, weftMax}};
 
 bool reduces(CollKind c) { return c == CollKind::AllReduce || c == CollKind::ReduceScatter || c == CollKind::Reduce; }
-bool hasInPlace(CollKind c) { return c != CollKind::AllToAll && c != CollKind::SendRecv; }
 
 // With WEFT_BUFFSIZE=65536 (8 KiB slots), 20011 elements cross many slots,
 // and each slot is more than one provider packet.
