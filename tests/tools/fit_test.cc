@@ -13,16 +13,35 @@ namespace weft::test {
 namespace {
 
 TEST(WeftTuneFit, SmoothingIsAGeometricMeanOfNeighbours) {
+  const std::vector<uint64_t> bytes = {1024, 2048, 4096, 8192};
   std::vector<double> us = {10, 40, 10, 100};
-  std::vector<double> s = tune::smoothLogLog(us);
+  std::vector<double> s = tune::smoothLogLog(bytes, us);
   EXPECT_DOUBLE_EQ(s[0], 10);   // ends kept
   EXPECT_DOUBLE_EQ(s[3], 100);
   EXPECT_NEAR(s[1], std::cbrt(10.0 * 40 * 10), 1e-9);
   EXPECT_NEAR(s[2], std::cbrt(40.0 * 10 * 100), 1e-9);
   // A power law (a straight line in log-log) is left as it is.
   std::vector<double> line = {1, 2, 4, 8, 16};
-  std::vector<double> t = tune::smoothLogLog(line);
+  std::vector<double> t = tune::smoothLogLog({8, 16, 32, 64, 128}, line);
   for (size_t i = 0; i < line.size(); i++) EXPECT_NEAR(t[i], line[i], 1e-9);
+}
+
+// Neighbours a factor 4 away are too far to average across: the ring's
+// measured 2 MB point (446 us, 2 processes over shm) between 512 KB and
+// 4 MB stays as measured, where a plain mean of the three would have put
+// it at 545 us, above recursive doubling's 496.
+TEST(WeftTuneFit, PointsWithFarNeighboursAreKeptAsMeasured) {
+  const std::vector<uint64_t> bytes = {131072, 524288, 2097152, 4194304};
+  const std::vector<double> ring = {70.56, 288.69, 446.28, 883.41};
+  std::vector<double> s = tune::smoothLogLog(bytes, ring);
+  for (size_t i = 0; i < ring.size(); i++) EXPECT_DOUBLE_EQ(s[i], ring[i]) << i;
+  // Uneven but close (x2 then x1.5): the least-squares line, which keeps a
+  // power law exact where the plain mean of three would not.
+  const std::vector<uint64_t> uneven = {1000, 2000, 3000};
+  const std::vector<double> cubic = {1, 8, 27};
+  s = tune::smoothLogLog(uneven, cubic);
+  EXPECT_NEAR(s[1], 8, 1e-9);
+  EXPECT_GT(std::abs(std::cbrt(1.0 * 8 * 27) - 8), 1.0);
 }
 
 TEST(WeftTuneFit, CurvesForTheMeasuredShapeAndFittedLinks) {

@@ -116,9 +116,22 @@ uint64_t directThreshold(const std::vector<SweepPoint>& points, size_t nAlgos) {
   return from;
 }
 
-std::vector<double> smoothLogLog(const std::vector<double>& us) {
+std::vector<double> smoothLogLog(const std::vector<uint64_t>& bytes, const std::vector<double>& us) {
   std::vector<double> out = us;
-  for (size_t i = 1; i + 1 < us.size(); i++) out[i] = std::cbrt(us[i - 1] * us[i] * us[i + 1]);
+  for (size_t i = 1; i + 1 < us.size() && i + 1 < bytes.size(); i++) {
+    if (bytes[i - 1] == 0 || bytes[i - 1] * 2 < bytes[i] || bytes[i] * 2 < bytes[i + 1]) continue;
+    double x[3], y[3], mx = 0, my = 0;
+    for (int k = 0; k < 3; k++) {
+      x[k] = std::log(double(bytes[i - 1 + size_t(k)]));
+      y[k] = std::log(us[i - 1 + size_t(k)]);
+      mx += x[k] / 3;
+      my += y[k] / 3;
+    }
+    double sxx = 0, sxy = 0;
+    for (int k = 0; k < 3; k++) sxx += (x[k] - mx) * (x[k] - mx), sxy += (x[k] - mx) * (y[k] - my);
+    const double slope = sxx > 0 ? sxy / sxx : 0;
+    out[i] = std::exp(my + slope * (x[1] - mx));
+  }
   return out;
 }
 
@@ -166,8 +179,9 @@ algo::CostInputs fitCostInputs(const algo::CostInputs& start, const std::vector<
   in.measuredHosts = start.nHosts;
   for (size_t k = 0; k < algos.size(); k++) {
     std::vector<double> us;
-    for (const SweepPoint& p : points) us.push_back(std::max(p.medianUs[k], 1e-3));
-    us = smoothLogLog(us);
+    std::vector<uint64_t> bytes;
+    for (const SweepPoint& p : points) us.push_back(std::max(p.medianUs[k], 1e-3)), bytes.push_back(p.bytes);
+    us = smoothLogLog(bytes, us);
     for (size_t i = 0; i < points.size(); i++) curve(in, algos[k]).add(double(points[i].bytes), us[i]);
   }
   return in;

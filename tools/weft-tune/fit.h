@@ -13,14 +13,19 @@
 
 namespace weft::tune {
 
-// Each interior point replaced by the geometric mean of itself and its two
-// neighbours (a mean of log time over three sizes). On a host with more
-// ranks than cores one size's median still swings by about 10% from run to
-// run, independently per size, while the true curves change smoothly; with
-// sizes a factor 2 apart the mean is close to unbiased (log time is nearly
-// linear in log size away from the latency knee) and cuts that noise by
-// about sqrt(3).
-std::vector<double> smoothLogLog(const std::vector<double>& us);
+// Each interior point whose two neighbours lie within a factor 2 of its
+// size replaced by the least-squares line through the three points in
+// log time over log size, taken at its size (for sizes a factor 2 apart:
+// the geometric mean of the three). On a host with more ranks than cores
+// one size's median still swings by about 10% from run to run,
+// independently per size, while the true curves change smoothly; over
+// sizes that close log time is nearly linear in log size away from the
+// latency knee, so the line is close to unbiased and cuts that noise by
+// about sqrt(3). Farther apart (a sweep with -f 4) a curve bends too much
+// between neighbours: a mean across the ring's knee from latency to
+// bandwidth moved the 2 MB point of one algorithm by 20% and reversed the
+// order of two, so those points are kept as measured.
+std::vector<double> smoothLogLog(const std::vector<uint64_t>& bytes, const std::vector<double>& us);
 
 // The algorithms weft-tune times and calibrates: every registered one that
 // implements AllReduce, in registry order. SweepPoint::medianUs[k] is the
