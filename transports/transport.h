@@ -25,6 +25,8 @@ namespace weft {
 // Room in PeerInfo for the facts transports publish about a rank.
 constexpr int kMaxTransportFacts = 8;        // rows: one per transport of the lists
 constexpr size_t kTransportFactsBytes = 16;  // bytes of one row
+// Words of PeerInfo::cpuMask: CPUs 0..1023, as glibc's cpu_set_t.
+constexpr int kCpuMaskWords = 16;
 
 // What every rank tells every other at init (exchanged by all-gather): the
 // facts every transport may use, and a row of each transport's own.
@@ -37,6 +39,11 @@ struct PeerInfo {
   int32_t pad = 0;          // no undefined bytes in what is all-gathered
   char bellShmName[64] = {};  // POSIX shm segment holding this rank's executor doorbell
   char hostname[64] = {};
+  // The CPUs the rank's process may run on (its affinity; bit c of word
+  // c / 64). A launcher that binds ranks (mpirun does by default) leaves
+  // each process one core: the host's ranks then have as many cores as
+  // the union of their masks, not as one process sees.
+  uint64_t cpuMask[kCpuMaskWords] = {};
   // Each transport's facts about this rank (Transport::publishFacts), in
   // the row its communicator gave it; zeros where it published nothing.
   unsigned char transportFacts[kMaxTransportFacts][kTransportFactsBytes] = {};

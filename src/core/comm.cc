@@ -314,6 +314,7 @@ void exchangePeerInfo(weftComm* comm) {
   snprintf(self.bellShmName, sizeof(self.bellShmName), "%s", comm->bellSegment.name().c_str());
   snprintf(self.hostname, sizeof(self.hostname), "%s", hostName().c_str());
   self.cudaDev = comm->cudaDev;
+  ownCpuMask(self.cpuMask);
   comm->transports = std::make_unique<TransportSet>();
   comm->transports->publishFacts(rank, comm->cudaDev, self);
   comm->peers.resize(nranks);
@@ -414,12 +415,15 @@ int placeOnHosts(weftComm* comm) {
     if (h == hosts.size()) hosts.push_back(p.hostHash);
     comm->hostOf.push_back(static_cast<int>(h));
   }
-  cpu_set_t cpus;
-  int ncpu = sched_getaffinity(0, sizeof(cpus), &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
+  // A rank's own CPUs bound where its proxy threads can run; the host's
+  // ranks together may have more (each bound to its own core).
+  uint64_t mine[kCpuMaskWords];
+  const int ownCpus = ownCpuMask(mine);
+  const int ncpu = std::max(hostCpuCount(comm->peers, self.hostHash), ownCpus);
   int local = 0;
   for (const PeerInfo& p : comm->peers) local += p.hostHash == self.hostHash;
   comm->oversubscribed = local > ncpu;
-  comm->ranksFillCores = 2 * local > ncpu;
+  comm->ranksFillCores = 2 * local > ncpu || ownCpus < 2;
   const std::string spin = comm->config.get(settings::kSpin).value_or("auto");
   std::optional<SpinMode> mode = parseSpinMode(spin);
   if (!mode) {
@@ -427,6 +431,8 @@ int placeOnHosts(weftComm* comm) {
     mode = SpinMode::Auto;
   }
   comm->busyPoll = busyPolls(*mode, local, ncpu);
+  WEFT_INFO(kInit, "%d rank(s) on this host over %d CPU(s) (this process: %d): waits %s", local, ncpu, ownCpus,
+            comm->busyPoll ? "busy-poll" : "yield");
   comm->streamMinBytes = uint64_t(std::max<int64_t>(comm->config.get(settings::kStreamMinBytes), 0));
   return static_cast<int>(hosts.size());
 }

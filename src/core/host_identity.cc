@@ -1,10 +1,14 @@
 #include "src/core/host_identity.h"
 
+#include <sched.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <bit>
 #include <fstream>
 
 #include "src/util/settings.h"
+#include "transports/transport.h"
 
 namespace weft {
 
@@ -31,6 +35,26 @@ uint64_t hostHash() {
   std::string bootId;
   if (boot >> bootId) key += ":" + bootId;
   return fnv1a(key.data(), key.size());
+}
+
+int ownCpuMask(uint64_t* mask) {
+  for (int w = 0; w < kCpuMaskWords; w++) mask[w] = 0;
+  cpu_set_t cpus;
+  CPU_ZERO(&cpus);
+  if (sched_getaffinity(0, sizeof(cpus), &cpus) != 0) return 1;
+  for (int c = 0; c < kCpuMaskWords * 64 && c < CPU_SETSIZE; c++)
+    if (CPU_ISSET(c, &cpus)) mask[c / 64] |= uint64_t(1) << (c % 64);
+  return std::max(CPU_COUNT(&cpus), 1);
+}
+
+int hostCpuCount(const std::vector<PeerInfo>& peers, uint64_t host) {
+  uint64_t all[kCpuMaskWords] = {};
+  for (const PeerInfo& p : peers)
+    if (p.hostHash == host)
+      for (int w = 0; w < kCpuMaskWords; w++) all[w] |= p.cpuMask[w];
+  int n = 0;
+  for (uint64_t w : all) n += std::popcount(w);
+  return n;
 }
 
 uint64_t processHash() {

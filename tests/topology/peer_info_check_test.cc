@@ -7,6 +7,7 @@
 #include <cstring>
 #include <functional>
 
+#include "src/core/host_identity.h"
 #include "src/core/peer_info_check.h"
 #include "src/topology/topo_file.h"
 #include "src/util/error.h"
@@ -130,6 +131,30 @@ TEST(PeerInfoCheck, CostInputsMustBeUsable) {
   EXPECT_EQ(check([](algo::CostInputs& c) { c.channelBwGBs = INFINITY; }), weftRemoteError);
   EXPECT_EQ(check([](algo::CostInputs& c) { c.measuredRanks = -4; }), weftRemoteError);
   EXPECT_EQ(check([](algo::CostInputs& c) { memset(&c.deviceBuffers, 7, 1); }), weftRemoteError);
+}
+
+// Ranks bound to a core each (mpirun's default) have the host's cores
+// between them: the union of their masks, counted once per CPU, this
+// host's ranks only.
+TEST(HostCpus, UnionOfTheHostsRanksMasks) {
+  std::vector<PeerInfo> peers = goodPeers(4);
+  for (PeerInfo& p : peers) p.hostHash = 7;
+  peers[3].hostHash = 9;
+  EXPECT_EQ(hostCpuCount(peers, 7), 0);  // no masks sent
+  peers[0].cpuMask[0] = 1u << 0;
+  peers[1].cpuMask[0] = 1u << 1;
+  peers[2].cpuMask[1] = 1u << 3;  // CPU 67
+  peers[3].cpuMask[0] = 0xff;     // another host's CPUs do not count here
+  EXPECT_EQ(hostCpuCount(peers, 7), 3);
+  peers[2].cpuMask[0] = 0x3;  // overlapping masks: each CPU once
+  EXPECT_EQ(hostCpuCount(peers, 7), 3);
+  EXPECT_EQ(hostCpuCount(peers, 9), 8);
+  uint64_t mine[kCpuMaskWords];
+  const int n = ownCpuMask(mine);
+  int bits = 0;
+  for (uint64_t w : mine) bits += __builtin_popcountll(w);
+  EXPECT_GE(n, 1);
+  EXPECT_EQ(bits, n);
 }
 
 }  // namespace
