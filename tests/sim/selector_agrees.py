@@ -58,7 +58,12 @@ def main(argv):
             continue
         fastest = min(per, key=per.get)
         pick = picks.get(size)
-        ratio = per[pick] / per[fastest] if pick in per else float("inf")
+        if pick not in per:
+            ratio = float("inf")
+        elif per[fastest] <= 0:  # nothing to move (fewer elements than ranks): every algorithm takes 0
+            ratio = 1.0 if per[pick] <= 0 else float("inf")
+        else:
+            ratio = per[pick] / per[fastest]
         worst = max(worst, ratio)
         print(f"{size:>12} fastest {fastest:<10} {per[fastest]:>12.2f} us  picked {pick or '-':<10} {ratio:6.3f}")
         if ratio > slack:
