@@ -14,7 +14,9 @@
 # (perf flag -R 1, column weft-reg: the single-copy path).
 #   benchmarks/compare/run.sh [build dir] [max size] [iters]
 # Environment: ROUNDS (2), NPS ("2 4"), NETS ("shm tcp"),
-#   COLLS ("allreduce reduce_scatter allgather").
+#   COLLS ("allreduce reduce_scatter allgather"), WEFT_BIND (none: weft-run's
+#   --bind for weft's and Gloo's ranks; mpirun binds Open MPI's ranks to a
+#   core each by default when they fit, `auto` does the same for weft).
 # Everything stays on loopback: weft WEFT_SOCKET_IFNAME=lo, Open MPI
 # btl_tcp_if_include/oob_tcp_if_include lo, Gloo and iperf3 on 127.0.0.1.
 set -u
@@ -41,7 +43,7 @@ mpi_args() {  # $1: shm|tcp
 run_weft() {  # net np bin file [extra perf flags]
   local env=()
   [ "$1" = tcp ] && env=(WEFT_SHM_DISABLE=1)
-  env "${env[@]}" "$here/../weft-run" -np "$2" --timeout 900 "$build/$3" -b 8 -e "$max" -f 2 -n "$iters" -c 0 \
+  env "${env[@]}" "$here/../weft-run" -np "$2" --bind "${WEFT_BIND:-none}" --timeout 900 "$build/$3" -b 8 -e "$max" -f 2 -n "$iters" -c 0 \
     -T 300 "${@:5}" > "$4" 2>"$4.err" || echo "weft $3 $1 np=$2 ${*:5} failed (see stderr below)" >&2
 }
 
@@ -55,7 +57,7 @@ run_mpi() {  # net np coll file [tuned]
 run_gloo() {  # np file
   local store
   store=$(mktemp -d "$out/gloo-store.XXXX")
-  "$here/../weft-run" -np "$1" --timeout 900 "$build/compare/gloo_allreduce" "$store" 8 "$max" "$iters" \
+  "$here/../weft-run" -np "$1" --bind "${WEFT_BIND:-none}" --timeout 900 "$build/compare/gloo_allreduce" "$store" 8 "$max" "$iters" \
     > "$2" 2>"$2.err" || echo "gloo np=$1 failed" >&2
 }
 
