@@ -4,6 +4,8 @@
 // recursive doubling's in recursive_doubling.cc.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <utility>
 
 #include "algorithms/double_tree.h"
 #include "algorithms/one_shot.h"
@@ -38,14 +40,49 @@ double doubleTreeLatencyUs(const CostInputs& in) {
   return intraHops * in.intra.latencyUs + netHops * (multiHost(in) ? in.inter.latencyUs : 0.0);
 }
 
-// The single binary tree's depth over ranks numbered host by host
-// (binaryTreeParents: log2(n) hops from the deepest leaf): the hops below a
-// host's size stay inside it, the root's and the others cross hosts (64 x 8:
-// 2 intra hops and 7 network hops; 4 x 4: 1 and 3).
-double binaryTreeLatencyUs(const CostInputs& in) {
-  const double depth = log2ceil(in.nranks);
-  const double intra = std::max(std::floor(std::log2(ranksPerHost(in))) - 1, 0.0);
-  return intra * in.intra.latencyUs + (depth - intra) * in.inter.latencyUs;
+// The single binary tree's depth over rank numbers (binaryTreeParents) on
+// the ranks' hosts (CostInputs::hostRuns): the longest path from a rank to
+// the root, each hop at the latency of the link it takes. 3 + 1 (0 <- 2 <-
+// {1, 3}): one intra and one network hop, where hosts of ceil(n/H) ranks
+// gave two network hops (1.17x behind the binary tree at 8 B-2 KB in
+// weft-sim); 64 x 8: 2 intra hops and 7 network hops.
+struct TreePaths {
+  int nranks = 0, nHosts = 0, nHostRuns = -1;
+  uint16_t runs[kMaxHostRuns] = {}, runHosts[kMaxHostRuns] = {};
+  std::vector<std::pair<int, int>> hops;  // (intra, network) hops of each distinct root path
+
+  bool describes(const CostInputs& in) const {
+    return nranks == in.nranks && nHosts == in.nHosts && nHostRuns == in.nHostRuns &&
+           !std::memcmp(runs, in.hostRuns, sizeof runs) && !std::memcmp(runHosts, in.hostRunHost, sizeof runHosts);
+  }
+};
+
+// Walked once per layout (a selection prices the tree for every shape it
+// tries; 4096 ranks take ~50k hops).
+const TreePaths& binaryTreePaths(const CostInputs& in) {
+  thread_local TreePaths cached;
+  if (cached.describes(in)) return cached;
+  TreePaths t;
+  t.nranks = in.nranks, t.nHosts = in.nHosts, t.nHostRuns = in.nHostRuns;
+  std::memcpy(t.runs, in.hostRuns, sizeof t.runs);
+  std::memcpy(t.runHosts, in.hostRunHost, sizeof t.runHosts);
+  const int n = std::max(in.nranks, 1);
+  const std::vector<int> parent = binaryTreeParents(n), host = hostOfRanks(in);
+  for (int r = 0; r < n; r++) {
+    std::pair<int, int> h{0, 0};
+    for (int x = r; parent[size_t(x)] >= 0; x = parent[size_t(x)])
+      (host[size_t(x)] != host[size_t(parent[size_t(x)])] ? h.second : h.first)++;
+    if (std::find(t.hops.begin(), t.hops.end(), h) == t.hops.end()) t.hops.push_back(h);
+  }
+  cached = std::move(t);
+  return cached;
+}
+
+double binaryTreeDepthUs(const CostInputs& in) {
+  double deepest = 0;
+  for (auto [intra, net] : binaryTreePaths(in).hops)
+    deepest = std::max(deepest, intra * in.intra.latencyUs + net * in.inter.latencyUs);
+  return deepest;
 }
 
 // A ring's steps are not in lockstep: a rank's step waits for its input
@@ -106,8 +143,11 @@ double ringSteps(Coll c, int n) {
 
 CostTerms binaryTreeCost(Coll, const CostInputs& in, double B) {
   // Up and down run at once; an interior rank takes in B from each of two
-  // children and B from its parent.
-  const double lat = multiHost(in) ? binaryTreeLatencyUs(in) : log2ceil(in.nranks) * in.intra.latencyUs;
+  // children and B from its parent. The bytes stay 3B at the slower link:
+  // on 3 + 1 only B crosses the network, but priced so the pipeline model
+  // (each piece a hand-off at the network's latency) sends 128 KB-2 MB as
+  // one piece, 1.16-1.28x behind the double tree in weft-sim.
+  const double lat = multiHost(in) ? binaryTreeDepthUs(in) : log2ceil(in.nranks) * in.intra.latencyUs;
   return {2 * lat, 3 * B / linkBytesPerUs(in)};
 }
 

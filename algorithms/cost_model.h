@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "algorithms/measured_curve.h"
 #include "algorithms/plan.h"
@@ -23,6 +24,9 @@ inline constexpr AlgoId kHier{3};        // "hier": host rings + rail rings (hie
 // Registry capacity: CostInputs holds a calibration slot for each, so that
 // it stays trivially copyable (it is all-gathered as bytes at init).
 constexpr int kMaxAlgos = 8;
+// The most runs of consecutive ranks on one host CostInputs lists (64 x 8
+// GPUs fits; a longer placement falls back to even blocks).
+constexpr int kMaxHostRuns = 64;
 constexpr int index(AlgoId a) { return static_cast<int>(a); }
 
 struct LinkParams {
@@ -49,6 +53,15 @@ struct CostInputs {
   // hierarchical algorithms cost (hier_algo.cc).
   int hostRanksMin = 0;
   int hostRanksMax = 0;
+  // The hosts in rank order: hostRuns[i] consecutive ranks on host
+  // hostRunHost[i], for i < nHostRuns (a host whose ranks are not
+  // consecutive has several runs).
+  // 0 runs: not known, or more than kMaxHostRuns; a list that does not add
+  // up to nranks is ignored. Algorithms over rank numbers (the binary tree)
+  // read which of their edges cross hosts from it (hostOfRanks).
+  int nHostRuns = 0;
+  uint16_t hostRuns[kMaxHostRuns] = {};
+  uint16_t hostRunHost[kMaxHostRuns] = {};
   uint64_t bytes = 0;  // nccl-tests "size": AllReduce/Broadcast/Reduce buffer,
                        // AllGather receive total, ReduceScatter send total
   LinkParams intra;    // within a host (shm)
@@ -89,6 +102,13 @@ struct CostTerms {
   double latUs;
   double bytesUs;
 };
+
+// Fills hostRanksMin/Max and the runs from each rank's host (hostOf[r]:
+// host index of rank r).
+void setHostPlacement(CostInputs& in, const std::vector<int>& hostOf);
+// The host of each of in.nranks ranks: from the runs where they add up to
+// nranks, else blocks of ceil(nranks / nHosts) in rank order.
+std::vector<int> hostOfRanks(const CostInputs& in);
 
 // Whether estimateUs reads AllReduce times from a's measured curve.
 bool usesMeasuredCurve(plan::Coll c, AlgoId a, const CostInputs& in);

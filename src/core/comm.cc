@@ -453,10 +453,7 @@ void agreeOnCosts(weftComm* comm, int nHosts) {
   comm->costBase = all[0];
   comm->costBase.nranks = comm->nranks;
   comm->costBase.nHosts = nHosts;
-  std::vector<int> perHost(size_t(std::max(nHosts, 1)), 0);
-  for (int h : comm->hostOf) perHost[size_t(h)]++;
-  comm->costBase.hostRanksMin = *std::min_element(perHost.begin(), perHost.end());
-  comm->costBase.hostRanksMax = *std::max_element(perHost.begin(), perHost.end());
+  algo::setHostPlacement(comm->costBase, comm->hostOf);  // the same on every rank
   comm->costBase.maxChannels = comm->nChannels;
   const algo::CostInputs& c = comm->costBase;
   if (c.measuredRanks > 0 && (c.measuredRanks != c.nranks || c.measuredHosts != c.nHosts))

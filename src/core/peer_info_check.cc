@@ -74,6 +74,10 @@ void checkPeerCostInputs(const algo::CostInputs& c, int rank) {
   checkCostValue(rank, "channel bandwidth", c.channelBwGBs, false);
   checkCostValue(rank, "double tree network scale", c.treeNetScale, true);
   if (c.nicsPerHost < 1) costProblem(rank, "nicsPerHost = " + std::to_string(c.nicsPerHost) + " (must be >= 1)");
+  if (c.nHostRuns < 0 || c.nHostRuns > algo::kMaxHostRuns)
+    costProblem(rank, "nHostRuns = " + std::to_string(c.nHostRuns) + " (must be 0.." + std::to_string(algo::kMaxHostRuns) + ")");
+  for (int i = 0; i < c.nHostRuns; ++i)
+    if (c.hostRuns[i] == 0) costProblem(rank, "host run " + std::to_string(i) + " of 0 ranks");
   if (c.measuredRanks < 0 || c.measuredHosts < 0) costProblem(rank, "a negative measured rank or host count");
   unsigned char deviceBuffers = 0;
   static_assert(sizeof(c.deviceBuffers) == 1);

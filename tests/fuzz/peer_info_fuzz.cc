@@ -129,6 +129,9 @@ void chooseWithCosts(const algo::CostInputs& sent, int nranks, int nHosts, int n
   c.nranks = nranks;
   c.nHosts = nHosts;
   c.hostRanksMin = c.hostRanksMax = 0;
+  // The sent host runs stay (agreeOnCosts replaces them with the
+  // communicator's own): whatever passed the check, the cost model must
+  // read them without trusting them to add up to nranks (hostOfRanks).
   c.maxChannels = nChannels;
   c.bytes = bytes;
   static const algo::AlgoFilter all = algo::parseAlgoFilter("");

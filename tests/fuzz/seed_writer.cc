@@ -277,6 +277,13 @@ void peerInfoSeeds() {
   costs.calib[0].measured.nPoints = 2;
   costs.inter.bandwidthGBs = 0;
   write("peer_info", "zero_bandwidth", peerInfoSeed(2, true, {7, 7}, {2, 3}, {}, costs));
+  // The ranks' hosts in rank order (CostInputs::hostRuns): a list of two
+  // runs, and a count past the list's capacity.
+  costs.inter.bandwidthGBs = 10;
+  costs.nHostRuns = 2, costs.hostRuns[0] = 1, costs.hostRuns[1] = 1, costs.hostRunHost[1] = 1;
+  write("peer_info", "host_runs", peerInfoSeed(2, true, {7, 9}, {2, 3}, {}, costs));
+  costs.nHostRuns = algo::kMaxHostRuns + 1;
+  write("peer_info", "host_runs_out_of_range", peerInfoSeed(2, true, {7, 9}, {2, 3}, {}, costs));
 }
 
 // ib_facts: the settings, the ports discovery found, two facts rows and two

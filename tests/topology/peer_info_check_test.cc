@@ -131,6 +131,10 @@ TEST(PeerInfoCheck, CostInputsMustBeUsable) {
   EXPECT_EQ(check([](algo::CostInputs& c) { c.channelBwGBs = INFINITY; }), weftRemoteError);
   EXPECT_EQ(check([](algo::CostInputs& c) { c.measuredRanks = -4; }), weftRemoteError);
   EXPECT_EQ(check([](algo::CostInputs& c) { memset(&c.deviceBuffers, 7, 1); }), weftRemoteError);
+  EXPECT_EQ(check([](algo::CostInputs& c) { c.nHostRuns = algo::kMaxHostRuns + 1; }), weftRemoteError);
+  EXPECT_EQ(check([](algo::CostInputs& c) { c.nHostRuns = -1; }), weftRemoteError);
+  EXPECT_EQ(check([](algo::CostInputs& c) { c.nHostRuns = 2, c.hostRuns[0] = 3; }), weftRemoteError);  // run 1: 0 ranks
+  EXPECT_EQ(check([](algo::CostInputs& c) { c.nHostRuns = 2, c.hostRuns[0] = 3, c.hostRuns[1] = 1; }), weftSuccess);
 }
 
 // Ranks bound to a core each (mpirun's default) have the host's cores

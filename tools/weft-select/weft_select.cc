@@ -78,6 +78,9 @@ int main(int argc, char** argv) {
         weft::topo::costInputsFromTopology(sum, n, weft::defaultCostInputs(n, std::max(sum.nHosts, 1)));
     if (!tuneFile.empty()) weft::loadTuneFile(tuneFile, &in);
     in.maxChannels = channels;
+    std::vector<int> hostOf;
+    for (const auto& p : places) hostOf.push_back(p.host);
+    weft::algo::setHostPlacement(in, hostOf);
     weft::algo::AlgoFilter filter = weft::algo::parseAlgoFilter(weft::settings::get(weft::settings::kAlgo).value_or(""));
 
     fputs(weft::tools::selectTable(coll, in, filter, channels).c_str(), stdout);

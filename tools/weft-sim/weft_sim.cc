@@ -162,8 +162,7 @@ algo::CostInputs costInputs(const Options& o, uint64_t bytes) {
   // ring order, each at its slowest NIC.
   in.treeNetScale = algo::doubleTreeNetScale(
       o.simple.hostNicGBs.empty() ? std::vector<double>(o.layout.size(), o.simple.nicGBs) : o.simple.hostNicGBs);
-  in.hostRanksMin = *std::min_element(o.layout.begin(), o.layout.end());
-  in.hostRanksMax = *std::max_element(o.layout.begin(), o.layout.end());
+  algo::setHostPlacement(in, o.cluster.hostOf);
   // A topology file's cluster: the links' bandwidths as the communicator
   // takes them from its ring views (the command line's cluster has no graph).
   if (o.ringSummary) in = topo::costInputsFromTopology(*o.ringSummary, in.nranks, in);
