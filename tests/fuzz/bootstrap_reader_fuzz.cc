@@ -78,18 +78,27 @@ std::vector<char> answerTo(int peer, const std::vector<char>& request) {
 void awaitAnswer(Harness& h, int rank, uint64_t id, const std::vector<char>& request) {
   const Deadline d = Deadline::after(kJoinMs);
   Harness::FromRank0& a = h.fromRank0[rank];
-  if (!a.sock.valid()) {
+  std::string why;
+  while (!a.sock.valid()) {
+    // As a rank's inbox does, a connection that fails the handshake is
+    // dropped and the next one taken, within the bound: another process
+    // of this machine (the bootstrap_root fuzzer, run at the same time)
+    // may reach this listener on a reused loopback port. Rank 0's own
+    // connection must still authenticate before the deadline.
     SocketAddress from;
-    a.sock = acceptFrom(h.listener, d, StopFlags{}, &from);
-    WEFT_FUZZ_CHECK(a.sock.valid());
+    Socket s = acceptFrom(h.listener, d, StopFlags{}, &from);
+    if (!s.valid()) fprintf(stderr, "no authenticated answer from rank 0 (last refusal: %s)\n", why.c_str());
+    WEFT_FUZZ_CHECK(s.valid());
     handshake::Session session;
-    std::string why;
-    WEFT_FUZZ_CHECK(handshake::acceptSide(a.sock.fd(), h.peerKey, handshake::Purpose::kPeer, d, StopFlags{},
-                                          &session, &why));
+    if (!handshake::acceptSide(s.fd(), h.peerKey, handshake::Purpose::kPeer, d, StopFlags{}, &session, &why)) {
+      fprintf(stderr, "fuzz: dropped a connection from %s: %s\n", from.str().c_str(), why.c_str());
+      continue;
+    }
     PeerHello hello{};
-    WEFT_FUZZ_CHECK(handshake::recvSigned(a.sock.fd(), session.toAcceptor, &hello, sizeof(hello), d, StopFlags{}, &why));
+    WEFT_FUZZ_CHECK(handshake::recvSigned(s.fd(), session.toAcceptor, &hello, sizeof(hello), d, StopFlags{}, &why));
     WEFT_FUZZ_CHECK(peerHelloProblem(hello, rank, h.nranks).empty() && hello.fromRank == 0);
     a.mac = session.toAcceptor;
+    a.sock = std::move(s);
   }
   FrameHeader fh{};
   WEFT_FUZZ_CHECK(tryRecvAll(a.sock.fd(), &fh, sizeof(fh), d, StopFlags{}) == IoStatus::Ok);
@@ -227,7 +236,12 @@ class HarnessRoot {
     handshake::Session session;
     std::string why;
     RootHello hello{};
-    WEFT_FUZZ_CHECK(handshake::acceptSide(s.fd(), secret_, handshake::Purpose::kRoot, d, StopFlags{}, &session, &why));
+    // A stranger on a reused loopback port is dropped, as the real root
+    // drops it; rank 0's join fails its bound if its own connection is.
+    if (!handshake::acceptSide(s.fd(), secret_, handshake::Purpose::kRoot, d, StopFlags{}, &session, &why)) {
+      fprintf(stderr, "fuzz root: dropped a connection: %s\n", why.c_str());
+      return;
+    }
     WEFT_FUZZ_CHECK(handshake::recvSigned(s.fd(), session.toAcceptor, &hello, sizeof(hello), d, StopFlags{}, &why));
     std::unique_lock<std::mutex> lock(mu_);
     WEFT_FUZZ_CHECK(rootHelloProblem(hello).empty() && hello.rank == 0 && hello.nranks == nranks_);

@@ -56,13 +56,13 @@ inline const ib::GidEntry* findGid(const ib::PortState& p, int index) {
 }
 
 // A decision to use IB names only active, filter-accepted ports of a known
-// link layer, fastest first, each with a GID of its own table.
-inline void checkIbDecision(const ib::Discovery& found, const IbSettings& s) {
+// link layer, fastest first, each with a GID of its own table. Returns it.
+inline ib::Decision checkIbDecision(const ib::Discovery& found, const IbSettings& s) {
   const ib::Decision d = ib::decide(found, s.hca, s.disabled, s.forcedGid, s.gid);
   WEFT_FUZZ_CHECK(!d.reason.empty());
   WEFT_FUZZ_CHECK(d.usable.size() == d.gid.size());
   WEFT_FUZZ_CHECK(d.useIb == !d.usable.empty());
-  if (!d.useIb) return;
+  if (!d.useIb) return d;
   WEFT_FUZZ_CHECK(!s.disabled && found.verbsLoaded);
   for (size_t i = 0; i < d.usable.size(); ++i) {
     const ib::PortState& p = d.usable[i];
@@ -73,6 +73,7 @@ inline void checkIbDecision(const ib::Discovery& found, const IbSettings& s) {
     if (s.forcedGid >= 0) WEFT_FUZZ_CHECK(d.gid[i].index == s.forcedGid);
     if (i) WEFT_FUZZ_CHECK(d.usable[i - 1].speedMbps >= p.speedMbps);
   }
+  return d;
 }
 
 }  // namespace weft::fuzz

@@ -15,7 +15,21 @@
 //     (present or not, per input: without it discovery reads sysfs): a
 //     status and gid_type (any uint32).
 // The WEFT_IB_* settings come first (ib_decision_check.h), then the
-// presence of ibv_query_gid_ex. Invariants: discovery calls only with
+// presence of ibv_query_gid_ex. After discovery, the query a connection
+// makes of its port when it opens (queryOpenedPort: the port may have gone
+// down since) runs on a context of its own, on the decision's first port
+// and GID index (or, without one, a port and index from the input), with a
+// WEFT_IB_PKEY index from the input and the answers:
+//   ibv_query_port: a status, state (0-7), pkey_tbl_len (any uint16),
+//     lid and active_mtu;
+//   ibv_port_state_str: a text or null; ibv_query_pkey, present or not: a
+//     status and the key; ibv_query_gid: a status and 16 bytes.
+// It succeeds exactly when the port answered active with the index within
+// its table and the GID answered, and then returns those answers; it asks
+// the state's text only of a port not active and the key and GID only of
+// one that passed, at the indices given; a failure is a weft::Error of
+// weftSystemError (weftInvalidArgument for the index) whose text names the
+// port and the state's text, or "inactive" for a null one. Invariants: discovery calls only with
 // what the library gave it (listed devices, open contexts, ports up to
 // phys_port_cnt, GID indices below the table length and 256, GIDs of
 // active ports only) and never past the list's terminating null; it closes
@@ -24,6 +38,7 @@
 // name and the codes as ib_facts.h reads them, and GIDs exactly the
 // successful non-zero answers with the type ibv_query_gid_ex gave; the
 // decision over them holds ib_decision_check.h's invariants.
+#include <arpa/inet.h>
 #include <infiniband/verbs.h>
 
 #include <deque>
@@ -31,6 +46,7 @@
 #include <memory>
 #include <tuple>
 
+#include "src/util/error.h"
 #include "tests/fuzz/ib_decision_check.h"
 #include "transports/ib/ib_discovery.h"
 #include "transports/ib/ib_facts.h"
@@ -253,6 +269,121 @@ void checkPorts(const Discovery& found, bool withGidEx) {
   }
 }
 
+// The library's answers to the connection's port query (queryOpenedPort).
+struct ReopenAnswers {
+  explicit ReopenAnswers(fuzz::Reader& r) : in(r) {}
+  fuzz::Reader& in;
+  ibv_context ctx{};
+  int port = 0;
+  bool portOk = false;
+  ibv_port_attr attr{};
+  int stateAsked = 0;
+  bool stateNull = false;
+  std::string stateText;
+  int pkeyAsked = 0, pkeyIndexAsked = -1;
+  bool pkeyOk = false;
+  uint16_t pkeyRaw = 0;
+  int gidAsked = 0, gidIndexAsked = -1;
+  bool gidOk = false;
+  ibv_gid gid{};
+};
+
+ReopenAnswers* gReopen = nullptr;
+
+int reopenQueryPort(ibv_context* c, uint8_t port, ibv_port_attr* attr) {
+  ReopenAnswers& r = *gReopen;
+  WEFT_FUZZ_CHECK(c == &r.ctx && port == static_cast<uint8_t>(r.port) && !r.portOk);
+  if (r.in.byte() >= 0xf0) return -1;
+  r.attr.state = static_cast<ibv_port_state>(r.in.byte() & 7);
+  r.attr.pkey_tbl_len = r.in.take<uint16_t>();
+  r.attr.lid = r.in.take<uint16_t>();
+  r.attr.active_mtu = static_cast<ibv_mtu>(r.in.byte() & 7);
+  r.portOk = true;
+  *attr = r.attr;
+  return 0;
+}
+
+const char* reopenStateStr(ibv_port_state state) {
+  ReopenAnswers& r = *gReopen;
+  WEFT_FUZZ_CHECK(state == r.attr.state);
+  ++r.stateAsked;
+  r.stateNull = r.in.byte() == 0xff;
+  if (r.stateNull) return nullptr;
+  r.stateText = r.in.shortString();
+  return r.stateText.c_str();
+}
+
+int reopenQueryPkey(ibv_context* c, uint8_t port, int index, __be16* pkey) {
+  ReopenAnswers& r = *gReopen;
+  WEFT_FUZZ_CHECK(c == &r.ctx && port == static_cast<uint8_t>(r.port));
+  ++r.pkeyAsked;
+  r.pkeyIndexAsked = index;
+  if (r.in.byte() >= 0xf0) return -1;
+  r.pkeyRaw = r.in.take<uint16_t>();
+  *pkey = r.pkeyRaw;
+  r.pkeyOk = true;
+  return 0;
+}
+
+int reopenQueryGid(ibv_context* c, uint8_t port, int index, ibv_gid* gid) {
+  ReopenAnswers& r = *gReopen;
+  WEFT_FUZZ_CHECK(c == &r.ctx && port == static_cast<uint8_t>(r.port));
+  ++r.gidAsked;
+  r.gidIndexAsked = index;
+  if (r.in.byte() >= 0xf0) return -1;
+  const std::vector<uint8_t> raw = r.in.bytes(16);
+  std::copy(raw.begin(), raw.end(), r.gid.raw);
+  *gid = r.gid;
+  r.gidOk = true;
+  return 0;
+}
+
+// The connection's query of its port against the answers it was given.
+void checkOpenedPort(fuzz::Reader& in, const Decision& d) {
+  ReopenAnswers r(in);
+  gReopen = &r;
+  Verbs v;
+  v.queryPort = reopenQueryPort;
+  v.portStateStr = reopenStateStr;
+  v.queryGid = reopenQueryGid;
+  if (in.byte() & 1) v.queryPkey = reopenQueryPkey;
+  r.port = d.useIb ? d.usable[0].port : in.byte();
+  const int gidIndex = d.useIb ? d.gid[0].index : in.byte();
+  const int pkeyIndex = in.byte();
+  const std::string where = "fuzz_hca:" + std::to_string(r.port);
+  bool ok = false;
+  OpenedPort got;
+  try {
+    got = queryOpenedPort(v, &r.ctx, r.port, gidIndex, pkeyIndex, where);
+    ok = true;
+  } catch (const Error& e) {
+    const std::string text = e.what();
+    WEFT_FUZZ_CHECK(text.find(where) != std::string::npos);
+    WEFT_FUZZ_CHECK(e.code() == (r.portOk && r.attr.state == IBV_PORT_ACTIVE && pkeyIndex >= r.attr.pkey_tbl_len
+                                     ? weftInvalidArgument
+                                     : weftSystemError));
+    if (r.stateAsked)
+      WEFT_FUZZ_CHECK(text.find(r.stateNull ? std::string("inactive") : std::string(r.stateText.c_str())) !=
+                      std::string::npos);
+  }
+  const bool active = r.portOk && r.attr.state == IBV_PORT_ACTIVE;
+  const bool passed = active && pkeyIndex < r.attr.pkey_tbl_len;
+  WEFT_FUZZ_CHECK(ok == (passed && r.gidOk));
+  WEFT_FUZZ_CHECK(r.stateAsked == (r.portOk && !active ? 1 : 0));
+  WEFT_FUZZ_CHECK(r.pkeyAsked == (passed && v.queryPkey ? 1 : 0));
+  if (r.pkeyAsked) WEFT_FUZZ_CHECK(r.pkeyIndexAsked == pkeyIndex);
+  WEFT_FUZZ_CHECK(r.gidAsked == (passed ? 1 : 0));
+  if (r.gidAsked) WEFT_FUZZ_CHECK(r.gidIndexAsked == gidIndex);
+  if (ok) {
+    WEFT_FUZZ_CHECK(got.num == static_cast<uint8_t>(r.port) && got.attr.state == IBV_PORT_ACTIVE);
+    WEFT_FUZZ_CHECK(got.attr.pkey_tbl_len == r.attr.pkey_tbl_len && got.attr.lid == r.attr.lid &&
+                    got.attr.active_mtu == r.attr.active_mtu);
+    WEFT_FUZZ_CHECK(memcmp(got.gid.raw, r.gid.raw, 16) == 0);
+    WEFT_FUZZ_CHECK(got.pkey == (r.pkeyOk ? ntohs(r.pkeyRaw) : 0));
+  }
+  gReopen = nullptr;
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -266,7 +397,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (const OpenContext& o : lib.contexts) WEFT_FUZZ_CHECK(o.closed);
   WEFT_FUZZ_CHECK(lib.listFreed == (lib.list != nullptr));
   checkPorts(found, withGidEx);
-  fuzz::checkIbDecision(found, settings);
+  const Decision d = fuzz::checkIbDecision(found, settings);
   gLib = nullptr;
+  checkOpenedPort(in, d);
   return 0;
 }

@@ -3,6 +3,7 @@
 //   fuzz_seed_writer <corpus dir>
 // Targets whose seeds are plain text (topologies, tune files) get theirs
 // from their writers too; hand-written regression inputs sit beside them.
+#include <arpa/inet.h>
 #include <sys/stat.h>
 
 #include <cstdio>
@@ -384,13 +385,30 @@ void ibDiscoverySeeds() {
   const ib::Gid local{0xfe, 0x80, 0, 0, 0, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8};
   const ib::Gid v4{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 0, 0, 1};
   const ib::Gid zero{};
-  for (bool gidEx : {true, false}) {
+  auto twoDevices = [&](bool gidEx) {
     Bytes b = ibSettings(gidEx ? "mlx5_0,mlx5_1" : "", gidEx ? "AF_INET" : "", "", -1);
     b.put(uint8_t(gidEx)).put(uint8_t(2));  // two devices
     discoveryDevice(b, "mlx5_0", {{4, 2, {{local, 1}, {local, 2}, {v4, 1}, {v4, 2}}}}, gidEx);
     discoveryDevice(b, "mlx5_1", {{4, 1, {{local, 0}, {zero, 0}}}, {1, 2, {}}}, gidEx);
-    write("ib_discovery", gidEx ? "roce_and_ib_gid_ex" : "roce_and_ib_sysfs", b.b);
-  }
+    return b;
+  };
+  for (bool gidEx : {true, false}) write("ib_discovery", gidEx ? "roce_and_ib_gid_ex" : "roce_and_ib_sysfs", twoDevices(gidEx).b);
+  // Then the connection's query of the chosen port (queryOpenedPort):
+  // ibv_query_pkey present, the port active with two partition keys
+  // (WEFT_IB_PKEY index 1), lid 5, MTU 1024; key 0x8001, the GID.
+  Bytes up = twoDevices(true);
+  up.put(uint8_t(1)).put(uint8_t(1));
+  up.put(uint8_t(0)).put(uint8_t(4)).put(uint16_t(2)).put(uint16_t(5)).put(uint8_t(3));
+  up.put(uint8_t(0)).put(uint16_t(htons(0x8001)));
+  up.put(uint8_t(0)).put(v4);
+  write("ib_discovery", "port_active_at_connect", up.b);
+  // The port went down since discovery, and the library has no text for
+  // its state (null).
+  Bytes down = twoDevices(true);
+  down.put(uint8_t(0)).put(uint8_t(0));
+  down.put(uint8_t(0)).put(uint8_t(1)).put(uint16_t(2)).put(uint16_t(5)).put(uint8_t(3));
+  down.put(uint8_t(0xff));
+  write("ib_discovery", "port_down_at_connect_no_state_text", down.b);
   // A library that lists more devices than it holds, a device without a
   // name, one that cannot be opened and one whose query fails.
   Bytes odd = ibSettings("", "", "", 3);

@@ -74,6 +74,8 @@ std::string settingsFilePath() {
   return std::string(dir) + "/weft-fuzz-settings-" + std::to_string(getpid()) + ".conf";
 }
 
+// The file is removed once read: a run (libFuzzer's or the CI replay's)
+// leaves none behind, whichever way it ends, unless it ends in between.
 void viaFile(const std::string& text) {
   static const std::string path = settingsFilePath();
   {
@@ -82,6 +84,7 @@ void viaFile(const std::string& text) {
   }
   settings::setFilePathsForTesting(std::vector<std::string>{path});
   const settings::Config c = settings::Config::read();
+  unlink(path.c_str());
   (void)c.fileWarnings();
   readAll(c);
   settings::setFilePathsForTesting(std::vector<std::string>{});

@@ -22,6 +22,7 @@
 #include "transports/ib/ib_facts.h"
 #include "transports/ib/ib_connection_impl.h"
 #include "transports/ib/ib_device.h"
+#include "transports/ib/ib_discovery.h"
 #include "transports/ib/verbs_loader.h"
 
 namespace weft::ib {
@@ -121,24 +122,7 @@ IbConnection::PortState IbConnection::openPort() {
   const Verbs* v = loadVerbs(&why);
   if (!v) raise(weftSystemError, "NET/IB: libibverbs not available: %s", why.c_str());
   dev_ = openIbDevice(v, choice_.port.dev);
-  PortState st;
-  st.num = static_cast<uint8_t>(choice_.port.port);
-  if (v->queryPort(dev_->ctx, st.num, &st.attr) != 0)
-    raise(weftSystemError, "NET/IB: ibv_query_port(%s) failed", where().c_str());
-  if (st.attr.state != IBV_PORT_ACTIVE) {
-    // A verbs library other than rdma-core's may have no text for a state.
-    const char* state = v->portStateStr(st.attr.state);
-    raise(weftSystemError, "NET/IB: port %s went %s (state %d)", where().c_str(), state ? state : "inactive",
-          int(st.attr.state));
-  }
-  if (cfg_.pkeyIndex >= st.attr.pkey_tbl_len)
-    raise(weftInvalidArgument, "NET/IB: WEFT_IB_PKEY=%d, but %s has %u partition keys (indices 0..%d)",
-          cfg_.pkeyIndex, where().c_str(), st.attr.pkey_tbl_len, st.attr.pkey_tbl_len - 1);
-  __be16 pkey = 0;
-  if (v->queryPkey && v->queryPkey(dev_->ctx, st.num, cfg_.pkeyIndex, &pkey) == 0) st.pkey = ntohs(pkey);
-  if (v->queryGid(dev_->ctx, st.num, choice_.gidIndex, &st.gid) != 0)
-    raise(weftSystemError, "NET/IB: ibv_query_gid(%s, index %d) failed", where().c_str(), choice_.gidIndex);
-  return st;
+  return queryOpenedPort(*v, dev_->ctx, choice_.port.port, choice_.gidIndex, cfg_.pkeyIndex, where());
 }
 
 // What the peer needs to reach this end: QPs, PSN, address, and where to

@@ -21,6 +21,7 @@
 #include "transports/ib/gdr_decision.h"
 #include "transports/ib/ib_connection.h"
 #include "transports/ib/ib_device.h"
+#include "transports/ib/ib_discovery.h"
 #include "transports/ib/shared_cq.h"
 #include "transports/proxy_service.h"
 
@@ -84,12 +85,7 @@ class IbConnection : public Connection, private ProxyTask {
     return "";
   }
   bool wantsGpuSlots() const { return device_ && device_->gdr.mode != GdrMode::Staged; }
-  struct PortState {
-    uint8_t num = 0;
-    ibv_port_attr attr{};
-    ibv_gid gid{};
-    uint16_t pkey = 0;  // host order; 0 when the library cannot say
-  };
+  using PortState = OpenedPort;
   PortState openPort();
   ConnInfo localInfo(const PortState& port, const FifoGeometry& g) const;
   ConnInfo exchangeInfo(ConnectContext& ctx, uint64_t tag, const ConnInfo& mine);

@@ -1,9 +1,12 @@
 // Discovery through a verbs table (ib_discovery.h).
 #include "transports/ib/ib_discovery.h"
 
+#include <arpa/inet.h>
+
 #include <fstream>
 #include <sstream>
 
+#include "src/util/error.h"
 #include "src/util/log.h"
 #include "transports/ib/ib_facts.h"
 
@@ -102,6 +105,27 @@ Discovery discoverPortsWith(const Verbs& v) {
   for (int i = 0; i < n && list[i]; ++i) discoverDevice(v, list[i], d);
   v.freeDeviceList(list);
   return d;
+}
+
+OpenedPort queryOpenedPort(const Verbs& v, ibv_context* ctx, int port, int gidIndex, int pkeyIndex,
+                           const std::string& where) {
+  OpenedPort st;
+  st.num = static_cast<uint8_t>(port);
+  if (v.queryPort(ctx, st.num, &st.attr) != 0) raise(weftSystemError, "NET/IB: ibv_query_port(%s) failed", where.c_str());
+  if (st.attr.state != IBV_PORT_ACTIVE) {
+    // A verbs library other than rdma-core's may have no text for a state.
+    const char* state = v.portStateStr(st.attr.state);
+    raise(weftSystemError, "NET/IB: port %s went %s (state %d)", where.c_str(), state ? state : "inactive",
+          int(st.attr.state));
+  }
+  if (pkeyIndex >= st.attr.pkey_tbl_len)
+    raise(weftInvalidArgument, "NET/IB: WEFT_IB_PKEY=%d, but %s has %u partition keys (indices 0..%d)", pkeyIndex,
+          where.c_str(), st.attr.pkey_tbl_len, st.attr.pkey_tbl_len - 1);
+  __be16 pkey = 0;
+  if (v.queryPkey && v.queryPkey(ctx, st.num, pkeyIndex, &pkey) == 0) st.pkey = ntohs(pkey);
+  if (v.queryGid(ctx, st.num, gidIndex, &st.gid) != 0)
+    raise(weftSystemError, "NET/IB: ibv_query_gid(%s, index %d) failed", where.c_str(), gidIndex);
+  return st;
 }
 
 }  // namespace weft::ib

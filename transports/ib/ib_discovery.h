@@ -18,4 +18,22 @@ namespace weft::ib {
 // verbsLoaded; every device opened is closed, the list freed.
 Discovery discoverPortsWith(const Verbs& v);
 
+// The chosen port as a connection finds it when it opens (asked again:
+// it may have gone down since discovery).
+struct OpenedPort {
+  uint8_t num = 0;
+  ibv_port_attr attr{};
+  ibv_gid gid{};
+  uint16_t pkey = 0;  // at the WEFT_IB_PKEY index, host order; 0 when the library cannot say
+};
+
+// Queries port `port` of `ctx` through `v`: it must be active, have a
+// partition key at `pkeyIndex` and give the GID at `gidIndex`. Throws
+// weft::Error naming `where`: weftSystemError when a query fails or the
+// port is not active (with the library's text for its state, which may be
+// null), weftInvalidArgument when pkeyIndex is beyond the port's table.
+// A parameter table, as discovery's, for the fuzz target.
+OpenedPort queryOpenedPort(const Verbs& v, ibv_context* ctx, int port, int gidIndex, int pkeyIndex,
+                           const std::string& where);
+
 }  // namespace weft::ib

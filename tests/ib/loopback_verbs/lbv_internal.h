@@ -237,6 +237,8 @@ Expect parseExpect(const char* spec);
 std::vector<uint16_t> parsePkeys(const char* spec);
 // Maps (creating) a named shared segment of `bytes`; nullptr on failure.
 void* mapShared(const std::string& name, size_t bytes, bool create);
+// The shared doorbell of process `pid` in p's fabric (its segment name).
+std::string bellName(const Process& p, int32_t pid);
 std::atomic<uint32_t>* bellOf(Process& p, int32_t pid);
 void ring(std::atomic<uint32_t>* bell);
 void startProgress(Process& p);

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <new>
 
@@ -463,6 +464,21 @@ void afterForkInChild() {
   p.progress = std::thread();
 }
 
+// At exit() the names of this process's segments go: its bell and the
+// inboxes of QPs it never destroyed (the mappings stay until the process
+// is gone, so its progress thread, still running, is unaffected; a peer
+// that has not mapped them yet finds the process unreachable, as it would
+// a moment later). The fabric's QP-number counter is shared and stays. A
+// process that ends in _exit() or a signal leaves them: tests sweep their
+// fabrics (tests/ib/loopback_verbs/ibloop_env.h).
+void unlinkOwnSegments() {
+  Process& p = proc();
+  if (!p.started) return;  // a forked child that never opened a device
+  std::lock_guard<std::mutex> lock(p.mu);
+  shm_unlink(("/" + bellName(p, getpid())).c_str());
+  for (Qp* q : p.qps) shm_unlink(("/" + q->shmName).c_str());
+}
+
 }  // namespace
 
 void startProgress(Process& p) {
@@ -470,7 +486,10 @@ void startProgress(Process& p) {
   p.started = true;
   p.bell = bellOf(p, getpid());
   static bool handlers = false;
-  if (!handlers) pthread_atfork(nullptr, afterForkInParent, afterForkInChild);
+  if (!handlers) {
+    pthread_atfork(nullptr, afterForkInParent, afterForkInChild);
+    std::atexit(unlinkOwnSegments);
+  }
   handlers = true;
   p.progress = std::thread(progressMain);
   p.progress.detach();

@@ -185,11 +185,17 @@ void* mapShared(const std::string& name, size_t bytes, bool create) {
   return m == MAP_FAILED ? nullptr : m;
 }
 
+std::string bellName(const Process& p, int32_t pid) { return p.fabric + "-p" + std::to_string(pid); }
+
+// Only a process makes its own bell (at its first ibv_open_device, before
+// it has a QP a peer could find): a peer's bell that is not there belongs
+// to a process that is gone, and making it would leave a segment nobody
+// removes. A missing bell is not remembered: nothing rings it.
 std::atomic<uint32_t>* bellOf(Process& p, int32_t pid) {
   auto it = p.peerBells.find(pid);
   if (it != p.peerBells.end()) return it->second;
-  auto* b = static_cast<std::atomic<uint32_t>*>(mapShared(p.fabric + "-p" + std::to_string(pid), 4096, true));
-  p.peerBells[pid] = b;
+  auto* b = static_cast<std::atomic<uint32_t>*>(mapShared(bellName(p, pid), 4096, pid == getpid()));
+  if (b) p.peerBells[pid] = b;
   return b;
 }
 
