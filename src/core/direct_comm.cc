@@ -13,6 +13,7 @@
 #include "src/util/doorbell.h"
 #include "src/util/error.h"
 #include "src/util/log.h"
+#include "src/util/tsan_sync.h"
 
 namespace weft {
 
@@ -107,6 +108,7 @@ void DirectComm::barrier() {
   const int me = comm_->rank;
   // seq_cst: what this rank wrote into peers' buffers, and its arrival,
   // are visible before it reads a peer's failed flag below.
+  tsan::release(syncKeys[size_t(me)]);
   regions[size_t(me)]->barrier.store(b, std::memory_order_seq_cst);
   for (int q = 0; q < comm_->nranks; q++)
     if (q != me) ringIfSleeping(comm_->peerBells[size_t(q)]);
@@ -121,6 +123,7 @@ void DirectComm::barrier() {
                  comm_->getAsyncError() != weftSuccess;
         });
     if (w != WaitResult::Ready) failWait(q, w == WaitResult::TimedOut, "barrier");
+    tsan::acquire(syncKeys[size_t(q)]);
     // q arrived, but may have given up since (timed out on a slower rank)
     // and returned: its caller may be reusing or freeing its buffers while
     // this rank still read or wrote them, so this call has no result.
@@ -166,6 +169,7 @@ bool DirectComm::agree(const OpDesc& op, const PinnedBuffers& pins) {
   slot.process = processId();
   slot.send = pins.send();
   slot.recv = pins.recv();
+  tsan::release(syncKeys[size_t(me)]);
   slot.seq.store(s, std::memory_order_release);
   for (int q = 0; q < n; q++)
     if (q != me) ringIfSleeping(comm_->peerBells[size_t(q)]);
@@ -177,6 +181,7 @@ bool DirectComm::agree(const OpDesc& op, const PinnedBuffers& pins) {
         comm_->bell, knobs, comm_->timeoutMs * 1000000, [&] { return t.seq.load(std::memory_order_acquire) == s; },
         [&] { return comm_->aborting.load() || comm_->getAsyncError() != weftSuccess; });
     if (w != WaitResult::Ready) failWait(q, w == WaitResult::TimedOut, "handshake");
+    tsan::acquire(syncKeys[size_t(q)]);
   }
   for (int q = 0; q < n; q++)  // a rank that gave up on an earlier call: its buffers may be gone
     if (q != me && regions[size_t(q)]->failed.load(std::memory_order_acquire)) failWait(q, false, "handshake");
@@ -247,6 +252,7 @@ void setUpDirect(weftComm* comm, int nHosts) {
   d->own = std::move(own);
   d->regions.assign(size_t(comm->nranks), nullptr);
   for (int r = 0; r < comm->nranks; r++) {
+    d->syncKeys.push_back(tsan::keyFor(all[size_t(r)].name));
     if (r == comm->rank) {
       d->regions[size_t(r)] = static_cast<DirectRegion*>(d->own.data());
       continue;

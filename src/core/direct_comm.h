@@ -51,6 +51,9 @@ class DirectComm final : public DirectAccess {
   ShmSegment own;
   std::vector<ShmSegment> peerRegions;
   std::vector<DirectRegion*> regions;  // index = rank
+  // index = rank: the key (src/util/tsan_sync.h) under which a TSan build
+  // is told of the orderings through that rank's region; null otherwise.
+  std::vector<void*> syncKeys;
 
  private:
   char* reach(int rank, const BufName& n, uint64_t bytes);
