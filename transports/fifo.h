@@ -70,9 +70,11 @@ class FifoProgress {
   // A transport may decline (large pieces: its proxy moving them while the
   // executor computes is the overlap that gives bandwidth).
   virtual bool tryProgress(uint64_t pieceBytes) = 0;
-  // The executor posted a slot (producer end) / freed one (consumer end).
+  // The executor posted a slot (producer end) / freed one that held
+  // `bytes` bytes (consumer end; the size is read before the slot is freed,
+  // as the producer may post into it again at once).
   virtual void posted() = 0;
-  virtual void released() = 0;
+  virtual void released(uint64_t bytes) = 0;
   // The executor stops moving bytes for now (it is going to sleep): the
   // proxy must watch the sockets itself again.
   virtual void idle() = 0;
@@ -214,8 +216,9 @@ struct FifoEnd {
       uint32_t mine = c + 1;
       userMemory->offerSeq[c % geometry.nSlots].compare_exchange_strong(mine, 0, std::memory_order_relaxed);
     }
+    const uint64_t bytes = progress ? hdr->sizes[c % geometry.nSlots] : 0;
     hdr->consumed.store(c + 1, std::memory_order_release);
-    if (progress) progress->released();
+    if (progress) progress->released(bytes);
     else if (producerBell) ring(producerBell);
   }
 

@@ -206,7 +206,11 @@ WEFT_API weftResult_t weftMemFree(void* ptr);
 WEFT_API weftResult_t weftCommRegister(const weftComm_t comm, void* buff, size_t size, void** handle);
 /* Ends a registration. A handle of another communicator, or deregistered
  * already: weftInvalidArgument; a buffer a collective in flight uses:
- * weftInvalidUsage (the registration stays). */
+ * weftInvalidUsage (the registration stays). After a single-copy call that
+ * failed on this rank (a timeout), a slower peer may still be reading or
+ * writing its buffers until that peer's call ends too: weftMemAlloc memory
+ * may be freed (its pages stay mapped until then), other registered memory
+ * must be kept until every rank has returned from the call. */
 WEFT_API weftResult_t weftCommDeregister(const weftComm_t comm, void* handle);
 
 /* ---- Reduction operations ----------------------------------------------- */

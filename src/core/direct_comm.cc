@@ -13,6 +13,7 @@
 #include "src/util/doorbell.h"
 #include "src/util/error.h"
 #include "src/util/log.h"
+#include "src/util/tsan_sync.h"
 
 namespace weft {
 
@@ -94,7 +95,7 @@ bool DirectComm::candidate(const OpDesc& op) const {
 }
 
 void DirectComm::failWait(int rank, bool timedOut, const char* what) {
-  regions[size_t(comm_->rank)]->failed.store(1, std::memory_order_release);
+  regions[size_t(comm_->rank)]->failed.store(1, std::memory_order_seq_cst);
   if (timedOut)
     raise(weftTimeout, "rank %d: waited %ld ms (WEFT_TIMEOUT_MS) for rank %d at the %s of a single-copy collective",
           comm_->rank, static_cast<long>(comm_->timeoutMs), rank, what);
@@ -105,7 +106,10 @@ void DirectComm::failWait(int rank, bool timedOut, const char* what) {
 void DirectComm::barrier() {
   const uint64_t b = ++barriers_;
   const int me = comm_->rank;
-  regions[size_t(me)]->barrier.store(b, std::memory_order_release);
+  // seq_cst: what this rank wrote into peers' buffers, and its arrival,
+  // are visible before it reads a peer's failed flag below.
+  tsan::release(syncKeys[size_t(me)]);
+  regions[size_t(me)]->barrier.store(b, std::memory_order_seq_cst);
   for (int q = 0; q < comm_->nranks; q++)
     if (q != me) ringIfSleeping(comm_->peerBells[size_t(q)]);
   const WaitKnobs knobs = rankWaitKnobs(comm_->busyPoll);
@@ -113,12 +117,17 @@ void DirectComm::barrier() {
     if (q == me) continue;
     DirectRegion* r = regions[size_t(q)];
     WaitResult w = waitFor(
-        comm_->bell, knobs, comm_->timeoutMs * 1000000, [&] { return r->barrier.load(std::memory_order_acquire) >= b; },
+        comm_->bell, knobs, comm_->timeoutMs * 1000000, [&] { return r->barrier.load(std::memory_order_seq_cst) >= b; },
         [&] {
-          return r->failed.load(std::memory_order_acquire) || comm_->aborting.load() ||
+          return r->failed.load(std::memory_order_seq_cst) || comm_->aborting.load() ||
                  comm_->getAsyncError() != weftSuccess;
         });
     if (w != WaitResult::Ready) failWait(q, w == WaitResult::TimedOut, "barrier");
+    tsan::acquire(syncKeys[size_t(q)]);
+    // q arrived, but may have given up since (timed out on a slower rank)
+    // and returned: its caller may be reusing or freeing its buffers while
+    // this rank still read or wrote them, so this call has no result.
+    if (r->failed.load(std::memory_order_seq_cst)) failWait(q, false, "barrier");
   }
 }
 
@@ -126,7 +135,23 @@ void DirectComm::barrier() {
 char* DirectComm::reach(int rank, const BufName& n, uint64_t bytes) {
   const DirectSlot& mine = regions[size_t(comm_->rank)]->slot[seq_ & 1];
   const DirectSlot& theirs = regions[size_t(rank)]->slot[seq_ & 1];
-  if (theirs.process == mine.process && n.reach != BufReach::None) return reinterpret_cast<char*>(n.addr);
+  if (theirs.process == mine.process) {
+    // A thread of this process: the owner's own address, no mapping of this
+    // rank's (no mmap per peer buffer, the fast path stays a lookup). The
+    // owner may give up on the call (a timeout) and return while this rank
+    // is still in its steps, and its caller may then free the allocation;
+    // the reference held until endCall() keeps the pages mapped meanwhile,
+    // as a process peer's own mapping does, so this rank ends at its next
+    // barrier with an error instead of faulting. Ordinary memory
+    // (BufReach::Process) has no allocation to hold: its owner must keep it
+    // until every rank has returned from the call.
+    if (n.reach == BufReach::Process) return reinterpret_cast<char*>(n.addr);
+    if (n.reach != BufReach::Segment) return nullptr;
+    std::shared_ptr<const void> hold = holdAllocation(n.segId, n.addr, bytes);
+    if (!hold) return nullptr;
+    held_.push_back(std::move(hold));
+    return reinterpret_cast<char*>(n.addr);
+  }
   if (!validName(n) || n.offset > n.segBytes || bytes > n.segBytes - n.offset) return nullptr;
   auto key = std::make_pair(rank, n.segId);
   auto it = mapped_.find(key);
@@ -144,6 +169,7 @@ bool DirectComm::agree(const OpDesc& op, const PinnedBuffers& pins) {
   slot.process = processId();
   slot.send = pins.send();
   slot.recv = pins.recv();
+  tsan::release(syncKeys[size_t(me)]);
   slot.seq.store(s, std::memory_order_release);
   for (int q = 0; q < n; q++)
     if (q != me) ringIfSleeping(comm_->peerBells[size_t(q)]);
@@ -155,7 +181,11 @@ bool DirectComm::agree(const OpDesc& op, const PinnedBuffers& pins) {
         comm_->bell, knobs, comm_->timeoutMs * 1000000, [&] { return t.seq.load(std::memory_order_acquire) == s; },
         [&] { return comm_->aborting.load() || comm_->getAsyncError() != weftSuccess; });
     if (w != WaitResult::Ready) failWait(q, w == WaitResult::TimedOut, "handshake");
+    tsan::acquire(syncKeys[size_t(q)]);
   }
+  for (int q = 0; q < n; q++)  // a rank that gave up on an earlier call: its buffers may be gone
+    if (q != me && regions[size_t(q)]->failed.load(std::memory_order_acquire)) failWait(q, false, "handshake");
+  held_.clear();
   // The decision, from the published slots alone: every buffer the
   // collective touches on every rank is registered, and one in ordinary
   // memory only where all ranks are threads of one process.
@@ -183,7 +213,8 @@ bool DirectComm::agree(const OpDesc& op, const PinnedBuffers& pins) {
     b.send = reach(q, t.send, sendBytes);
     b.recv = recvToo ? reach(q, t.recv, recvBytes) : nullptr;
     if (!b.send || (recvToo && !b.recv)) {
-      regions[size_t(me)]->failed.store(1, std::memory_order_release);
+      if (regions[size_t(q)]->failed.load(std::memory_order_acquire)) failWait(q, false, "handshake");
+      regions[size_t(me)]->failed.store(1, std::memory_order_seq_cst);
       raise(weftInvalidArgument, "rank %d: rank %d published a registered buffer that cannot be mapped here", me, q);
     }
   }
@@ -221,6 +252,7 @@ void setUpDirect(weftComm* comm, int nHosts) {
   d->own = std::move(own);
   d->regions.assign(size_t(comm->nranks), nullptr);
   for (int r = 0; r < comm->nranks; r++) {
+    d->syncKeys.push_back(tsan::keyFor(all[size_t(r)].name));
     if (r == comm->rank) {
       d->regions[size_t(r)] = static_cast<DirectRegion*>(d->own.data());
       continue;

@@ -43,11 +43,17 @@ class DirectComm final : public DirectAccess {
   // The handshake; on true, `buffers` holds every rank's buffers as mapped
   // here. Every rank returns the same.
   bool agree(const OpDesc& op, const PinnedBuffers& mine);
+  // The call that agreed is over (returned or failed): drops what reach()
+  // held of peers' allocations.
+  void endCall() { held_.clear(); }
 
   uint64_t callsRun = 0;  // calls that agreed on single-copy (tests read it)
   ShmSegment own;
   std::vector<ShmSegment> peerRegions;
   std::vector<DirectRegion*> regions;  // index = rank
+  // index = rank: the key (src/util/tsan_sync.h) under which a TSan build
+  // is told of the orderings through that rank's region; null otherwise.
+  std::vector<void*> syncKeys;
 
  private:
   char* reach(int rank, const BufName& n, uint64_t bytes);
@@ -57,6 +63,7 @@ class DirectComm final : public DirectAccess {
   uint64_t seq_ = 0;
   uint64_t barriers_ = 0;
   std::map<std::pair<int, uint64_t>, ShmSegment> mapped_;  // (rank, segment id)
+  std::vector<std::shared_ptr<const void>> held_;          // this call's same-process peers' allocations
 };
 
 // createComm step: the regions, when every rank is on this host and

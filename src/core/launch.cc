@@ -234,6 +234,10 @@ algo::CollArgs callArgs(weftComm_t comm, const OpDesc& op) {
 bool runDirectIfAgreed(weftComm_t comm, const OpDesc& op, TracedCall* traced) {
   PinnedBuffers pins(*comm->registrations, op.send, sendBytesOf(op, comm->nranks), op.recv,
                      recvBytesOf(op, comm->nranks));
+  struct EndCall {
+    DirectComm& d;
+    ~EndCall() { d.endCall(); }
+  } endCall{*comm->direct};
   if (!comm->direct->agree(op, pins)) return false;
   algo::CollArgs a = callArgs(comm, op);
   a.geometry = comm->geometry;

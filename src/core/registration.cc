@@ -25,8 +25,8 @@ struct Block {
 // The process's weftMemAlloc allocations, by base address, and every live
 // registration handle with its communicator.
 std::mutex g_mu;
-std::map<uintptr_t, std::unique_ptr<Block>>& blocks() {
-  static auto* m = new std::map<uintptr_t, std::unique_ptr<Block>>;
+std::map<uintptr_t, std::shared_ptr<Block>>& blocks() {
+  static auto* m = new std::map<uintptr_t, std::shared_ptr<Block>>;
   return *m;
 }
 std::map<const void*, weftComm*>& liveHandles() {
@@ -68,7 +68,7 @@ struct Registrations::Reg {
 void* memAlloc(size_t bytes) {
   if (bytes == 0) raise(weftInvalidArgument, "weftMemAlloc: size is 0");
   if (bytes > (size_t(1) << 48)) raise(weftInvalidArgument, "weftMemAlloc: size %zu is too large", bytes);
-  auto b = std::make_unique<Block>();
+  auto b = std::make_shared<Block>();
   b->seg = ShmSegment::create("weft-mem", (bytes + kPage - 1) / kPage * kPage);
   b->id = randomId();
   void* p = b->seg.data();
@@ -85,7 +85,19 @@ void memFree(void* p) {
   if (it->second->registrations > 0)
     raise(weftInvalidUsage, "weftMemFree: %p is still registered with %d communicator registration(s): deregister it first",
           p, it->second->registrations);
-  blocks().erase(it);  // unlinks the name and unmaps; peers' mappings stay valid
+  it->second->seg.unlink();  // the name goes now; peers' mappings stay valid
+  blocks().erase(it);        // unmaps, or the last holdAllocation reference does
+}
+
+std::shared_ptr<const void> holdAllocation(uint64_t segId, uint64_t addr, uint64_t bytes) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  auto& m = blocks();
+  auto it = m.upper_bound(uintptr_t(addr));
+  if (it == m.begin()) return nullptr;
+  --it;
+  const std::shared_ptr<Block>& b = it->second;
+  if (b->id != segId || addr - it->first > b->seg.size() || bytes > b->seg.size() - (addr - it->first)) return nullptr;
+  return b;
 }
 
 Registrations::Registrations(weftComm* comm) : comm_(comm) {}

@@ -11,7 +11,12 @@
 // A call on registered buffers pins their registrations for its duration: a
 // deregistration meanwhile is weftInvalidUsage. weftMemFree of an allocation
 // still registered with a communicator is weftInvalidUsage too, so no peer
-// is ever told a name whose pages were given back.
+// is ever told a name whose pages were given back. A call that failed on
+// one rank (a timeout) can leave a slower peer inside it, still reading and
+// writing that rank's buffers: a peer in another process through its own
+// mapping, a peer that is a thread of this process through a reference to
+// the allocation (holdAllocation), so weftMemFree's unmap waits for that
+// peer's call to end. Registered ordinary memory cannot be held that way.
 #pragma once
 
 #include <cstddef>
@@ -46,6 +51,13 @@ inline constexpr const char* kMemSegmentPrefix = "/weft-mem-";
 // weftMemAlloc / weftMemFree. Throw weft::Error.
 void* memAlloc(size_t bytes);
 void memFree(void* p);
+
+// This process's weftMemAlloc allocation `segId` (a BufName's segId), if it
+// is still allocated and holds [addr, addr+bytes) at the address it was
+// named with: a reference that keeps it mapped. weftMemFree meanwhile takes
+// the allocation out of the table and its name away, and the unmap happens
+// when the last reference is dropped. Null when not found.
+std::shared_ptr<const void> holdAllocation(uint64_t segId, uint64_t addr, uint64_t bytes);
 
 // One communicator's registrations.
 class Registrations {

@@ -5,8 +5,10 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <cstdlib>
+#include <mutex>
 #include <thread>
 
 #include <unistd.h>
@@ -221,6 +223,79 @@ TEST_F(Registration, DeregisterWhileInUseIsRefused) {
   });
   EXPECT_EQ(out, "");
   EXPECT_EQ(directCalls(t.comm(0)), 1u);
+}
+
+// What two thread ranks got from one AllReduce in which rank 1 was held
+// inside its steps (the test below).
+struct StalledPeerOutcome {
+  weftResult_t res[2] = {weftSuccess, weftSuccess};
+  std::string why[2];
+  int64_t afterReleaseMs = -1;  // from rank 1's release to its return
+};
+
+StalledPeerOutcome allReduceWithRank1HeldInItsSteps(bool weftMem, int64_t timeoutMs) {
+  using Clock = std::chrono::steady_clock;
+  StalledPeerOutcome o;
+  ThreadRanks t(2);
+  if (t.status() != weftSuccess || !t.comm(0)->direct || !t.comm(1)->direct) return o;
+  for (int r = 0; r < 2; r++) t.comm(r)->timeoutMs = timeoutMs;  // after init: a slow init keeps its own bound
+  std::mutex mu;
+  std::condition_variable cv;
+  bool held = false, freed = false;
+  Clock::time_point released;
+  t.comm(1)->direct->afterStep = [&] {
+    std::unique_lock<std::mutex> lock(mu);
+    if (held) return;  // the first step only
+    held = true;
+    cv.wait_for(lock, std::chrono::seconds(60), [&] { return freed; });
+    released = Clock::now();
+  };
+  const size_t count = 1 << 18;  // 1 MiB: several chunks in each rank's share
+  RankBufs kept;
+  t.run([&](int r) -> std::string {
+    weftComm_t c = t.comm(r);
+    RankBufs x = makeBufs(c, r, count, count, true, weftMem);
+    o.res[r] = weftAllReduce(x.send, x.recv, count, weftFloat32, weftSum, c, nullptr);
+    o.why[r] = weftGetLastError(c);
+    std::lock_guard<std::mutex> lock(mu);
+    if (r == 1) o.afterReleaseMs = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - released).count();
+    if (r == 0 && !weftMem) {  // ordinary memory: deregistered, kept until the peer is out
+      weftCommDeregister(c, x.hs);
+      weftCommDeregister(c, x.hr);
+      kept = x;
+    } else {
+      freeBufs(c, x, weftMem);
+    }
+    if (r == 0) {
+      freed = true;
+      cv.notify_all();
+    }
+    return "";
+  });
+  free(kept.send);
+  free(kept.recv);
+  return o;
+}
+
+// A rank that gives up on a single-copy call (its timeout at the closing
+// barrier) returns while a slower peer is still inside its direct steps,
+// and its caller then deregisters and frees its buffers. The slow peer, a
+// thread of the same process that reads and writes those buffers at the
+// owner's addresses, must neither fault on the freed memory nor return
+// success: it ends with an error that names the rank that gave up, as soon
+// as it reaches the closing barrier. Rank 1 is held after its first step
+// (DirectAccess::afterStep) until rank 0 has timed out and freed.
+TEST_F(Registration, PeerStillInStepsWhenAnotherTimesOutAndFreesEndsWithAnError) {
+  constexpr int64_t kTimeoutMs = 1000;
+  for (bool weftMem : {true, false}) {
+    StalledPeerOutcome o = allReduceWithRank1HeldInItsSteps(weftMem, kTimeoutMs);
+    const char* kind = weftMem ? "weftMemAlloc buffers: " : "ordinary buffers: ";
+    EXPECT_EQ(o.res[0], weftTimeout) << kind << o.why[0];
+    EXPECT_EQ(o.res[1], weftRemoteError) << kind << "the rank held in its steps: " << o.why[1];
+    EXPECT_NE(o.why[1].find("rank 0"), std::string::npos) << kind << o.why[1];
+    EXPECT_GE(o.afterReleaseMs, 0) << kind;
+    EXPECT_LT(o.afterReleaseMs, kTimeoutMs) << kind << "the held rank's error comes at its next barrier, not at a timeout";
+  }
 }
 
 // weft-tune --registered writes the single-copy threshold it measured

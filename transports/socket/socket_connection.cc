@@ -174,17 +174,14 @@ void SocketConnection::posted() {
   ring(bell_);
 }
 
-void SocketConnection::released() {
+void SocketConnection::released(uint64_t bytes) {
   // The executor took a piece small enough to read itself: it moves this
   // connection's next pieces, so the proxy stands back now rather than
   // keep yielding for a window after a call it served (it had taken over
   // while the executor slept, and an idle communicator's proxy yielding
   // for milliseconds kept a core from the ranks).
   // One clock read per freed slot: this runs for every piece received.
-  const FifoHeader* hdr = proxyEnd_.hdr;
-  const uint32_t freed = hdr->consumed.load(std::memory_order_relaxed) - 1;
-  if (p_.side == Side::Recv && hdr->sizes[freed % hdr->nSlots] <= inlineMaxBytes_ &&
-      ready_.load(std::memory_order_acquire)) {
+  if (p_.side == Side::Recv && bytes <= inlineMaxBytes_ && ready_.load(std::memory_order_acquire)) {
     inlineAtNs_.store(nowNs(), std::memory_order_relaxed);
     return;  // the executor is active: it reads into that slot on its next wait
   }

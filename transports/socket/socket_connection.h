@@ -134,7 +134,7 @@ class SocketConnection final : public Connection, private FifoProgress, private 
   // (WEFT_SOCKET_INLINE, default on). pumpMu_ makes one of them do it.
   bool tryProgress(uint64_t pieceBytes) override;
   void posted() override;
-  void released() override;
+  void released(uint64_t bytes) override;
   void idle() override;
   // FifoUserMemory (WEFT_SOCKET_DIRECT).
   void abandonUserMemory() override;

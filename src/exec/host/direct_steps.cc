@@ -17,14 +17,15 @@ size_t DirectSteps::run(const std::vector<Step>& steps, size_t i, bool stream, u
     access_.barrier();
     return i + 1;
   }
+  size_t next = i + 1;
   if (stream && st.count) {
-    const size_t next = runGroup(steps, i);
-    *moved += st.count * elem_ * (next - i);
-    return next;
+    next = runGroup(steps, i);
+  } else {
+    runOne(st);
   }
-  runOne(st);
-  *moved += st.count * elem_;
-  return i + 1;
+  *moved += st.count * elem_ * (next - i);
+  if (access_.afterStep) access_.afterStep();
+  return next;
 }
 
 // rank's buffer b at element off, as mapped here.

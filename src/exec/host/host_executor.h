@@ -42,6 +42,9 @@ class DirectAccess {
   // Returns once every rank has reached this barrier of the call; throws
   // weft::Error on abort, a failed communicator or a timeout.
   virtual void barrier() = 0;
+  // Tests only: runs after each Direct step, so a test can hold a rank
+  // inside its steps while its peers time out (empty otherwise).
+  std::function<void()> afterStep;
 
  protected:
   ~DirectAccess() = default;
