@@ -417,8 +417,7 @@ int placeOnHosts(weftComm* comm) {
   }
   // A rank's own CPUs bound where its proxy threads can run; the host's
   // ranks together may have more (each bound to its own core).
-  uint64_t mine[kCpuMaskWords];
-  const int ownCpus = ownCpuMask(mine);
+  const int ownCpus = std::max(cpuCount(self.cpuMask), 1);
   const int ncpu = std::max(hostCpuCount(comm->peers, self.hostHash), ownCpus);
   int local = 0;
   for (const PeerInfo& p : comm->peers) local += p.hostHash == self.hostHash;

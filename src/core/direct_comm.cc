@@ -185,7 +185,6 @@ bool DirectComm::agree(const OpDesc& op, const PinnedBuffers& pins) {
   }
   for (int q = 0; q < n; q++)  // a rank that gave up on an earlier call: its buffers may be gone
     if (q != me && regions[size_t(q)]->failed.load(std::memory_order_acquire)) failWait(q, false, "handshake");
-  held_.clear();
   // The decision, from the published slots alone: every buffer the
   // collective touches on every rank is registered, and one in ordinary
   // memory only where all ranks are threads of one process.

@@ -47,14 +47,18 @@ int ownCpuMask(uint64_t* mask) {
   return std::max(CPU_COUNT(&cpus), 1);
 }
 
+int cpuCount(const uint64_t* mask) {
+  int n = 0;
+  for (int w = 0; w < kCpuMaskWords; w++) n += std::popcount(mask[w]);
+  return n;
+}
+
 int hostCpuCount(const std::vector<PeerInfo>& peers, uint64_t host) {
   uint64_t all[kCpuMaskWords] = {};
   for (const PeerInfo& p : peers)
     if (p.hostHash == host)
       for (int w = 0; w < kCpuMaskWords; w++) all[w] |= p.cpuMask[w];
-  int n = 0;
-  for (uint64_t w : all) n += std::popcount(w);
-  return n;
+  return cpuCount(all);
 }
 
 uint64_t processHash() {

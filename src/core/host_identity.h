@@ -19,6 +19,8 @@ std::string hostName();
 // The calling thread's affinity into `mask` (kCpuMaskWords words, CPUs
 // 0..1023); returns how many CPUs it holds (at least 1).
 int ownCpuMask(uint64_t* mask);
+// CPUs set in one kCpuMaskWords-word mask.
+int cpuCount(const uint64_t* mask);
 // CPUs in the union of the masks of the ranks on host `host`: what the
 // host's ranks may run on together. 0 when none of them sent a mask.
 int hostCpuCount(const std::vector<PeerInfo>& peers, uint64_t host);
