@@ -1,15 +1,20 @@
 #include "transports/shm/shm_segment.h"
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cstdio>
 #include <cstring>
+#include <mutex>
 
 #include "src/util/error.h"
+#include "src/util/log.h"
 
 namespace weft {
 
@@ -50,6 +55,14 @@ ShmSegment ShmSegment::create(const std::string& prefix, size_t bytes) {
     raise(weftSystemError, "shm: shm_open(%s) failed: %s%s", name, strerror(e),
           hint.empty() ? " (is /dev/shm mounted and writable?)" : hint.c_str());
   }
+  // The lock comes before the size: a sweep takes a segment without its
+  // size for one still being made.
+  if (flock(fd, LOCK_SH) != 0) {
+    const int e = errno;
+    close(fd);
+    shm_unlink(name);
+    raise(weftSystemError, "shm: cannot lock %s: %s", name, strerror(e));
+  }
   // posix_fallocate reserves the pages now: a full /dev/shm fails here with a
   // clear error instead of SIGBUS on first touch.
   int err = posix_fallocate(fd, 0, static_cast<off_t>(bytes));
@@ -62,7 +75,7 @@ ShmSegment ShmSegment::create(const std::string& prefix, size_t bytes) {
   }
   ShmSegment s;
   s.addr_ = mapFd(fd, bytes, name);
-  close(fd);
+  s.lockFd_ = fd;
   s.bytes_ = bytes;
   s.name_ = name;
   s.owner_ = true;
@@ -98,8 +111,10 @@ ShmSegment& ShmSegment::operator=(ShmSegment&& o) noexcept {
     bytes_ = o.bytes_;
     name_ = std::move(o.name_);
     owner_ = o.owner_;
+    lockFd_ = o.lockFd_;
     o.addr_ = nullptr;
     o.owner_ = false;
+    o.lockFd_ = -1;
   }
   return *this;
 }
@@ -107,6 +122,54 @@ ShmSegment& ShmSegment::operator=(ShmSegment&& o) noexcept {
 void ShmSegment::unlink() {
   if (owner_ && !name_.empty()) shm_unlink(name_.c_str());
   owner_ = false;
+  if (lockFd_ >= 0) close(lockFd_);
+  lockFd_ = -1;
+}
+
+// "weft-<lower-case word(s) and dashes>-<16 hex digits>", create()'s names.
+static bool isCreatedName(const char* n) {
+  if (strncmp(n, "weft-", 5) != 0) return false;
+  const size_t len = strlen(n);
+  if (len < 5 + 2 + 16 || n[len - 17] != '-') return false;
+  for (size_t i = len - 16; i < len; i++)
+    if (!isxdigit(static_cast<unsigned char>(n[i])) || isupper(static_cast<unsigned char>(n[i]))) return false;
+  for (size_t i = 5; i < len - 17; i++)
+    if (!islower(static_cast<unsigned char>(n[i])) && n[i] != '-') return false;
+  return true;
+}
+
+// Removes `name` under `dir` if it is this user's, sized, and nobody holds
+// its lock.
+static bool removeIfOrphaned(int dirFd, const char* name) {
+  const int fd = openat(dirFd, name, O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return false;
+  struct stat st;
+  bool removed = false;
+  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() && st.st_size > 0 &&
+      flock(fd, LOCK_EX | LOCK_NB) == 0)
+    removed = unlinkat(dirFd, name, 0) == 0;
+  close(fd);
+  return removed;
+}
+
+int sweepOrphanedSegments(const char* dir) {
+  DIR* d = opendir(dir);
+  if (!d) return 0;
+  int removed = 0;
+  while (const dirent* e = readdir(d))
+    if (isCreatedName(e->d_name) && removeIfOrphaned(dirfd(d), e->d_name)) removed++;
+  closedir(d);
+  if (removed > 0)
+    WEFT_INFO(kShm, "shm: removed %d segment(s) under %s left by processes that died before unlinking them", removed,
+              dir);
+  return removed;
+}
+
+int sweepOrphanedSegmentsOnce() {
+  static std::once_flag once;
+  int removed = 0;
+  std::call_once(once, [&] { removed = sweepOrphanedSegments(); });
+  return removed;
 }
 
 ShmSegment::~ShmSegment() {

@@ -1,4 +1,9 @@
 // A named POSIX shared-memory segment, mapped and pre-faulted.
+//
+// While its name exists, the creating process holds a shared flock on it
+// (a descriptor kept open until unlink()): the kernel drops the lock when
+// the process dies, however it dies, so a name whose lock anyone can take
+// belongs to a dead process. sweepOrphanedSegments() removes those.
 #pragma once
 
 #include <cstddef>
@@ -23,7 +28,8 @@ class ShmSegment {
   void* data() const { return addr_; }
   size_t size() const { return bytes_; }
   const std::string& name() const { return name_; }
-  // Removes the name; the mappings stay valid.
+  // Removes the name (and releases the creator's lock); the mappings stay
+  // valid.
   void unlink();
 
  private:
@@ -31,7 +37,17 @@ class ShmSegment {
   size_t bytes_ = 0;
   std::string name_;
   bool owner_ = false;
+  int lockFd_ = -1;  // the creator's descriptor holding the flock
 };
+
+// Removes this user's segments under /dev/shm whose names ShmSegment::create
+// made ("weft-<word>-<16 hex digits>") and whose creator is gone: no process
+// holds the creator's lock, and the segment has its size (the creator locks
+// before it sizes, so a segment being created is never taken for an orphan).
+// Returns how many it removed. `dir` is for tests.
+int sweepOrphanedSegments(const char* dir = "/dev/shm");
+// The same, at most once per process (later calls return 0).
+int sweepOrphanedSegmentsOnce();
 
 // Touches one byte per page so the pages exist before the data path runs.
 void prefault(void* mem, size_t bytes);
