@@ -59,6 +59,9 @@ while [ $# -gt 0 ]; do
     *) echo "fault-campaign: unknown option $1" >&2; exit 2 ;;
   esac
 done
+# Absolute: some scenarios run their ranks from another directory or mount
+# namespace.
+build=$(cd "$build" 2>/dev/null && pwd) || { echo "fault-campaign: no build folder ${build}" >&2; exit 2; }
 rank_bin=$build/tests/faults/fault_campaign_rank
 peer_bin=$build/tests/faults/fault_peer
 switch_bin=$build/tests/faults/lossy_switch

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -25,6 +26,12 @@ namespace {
 bool shmExists(const std::string& name) {
   struct stat st;
   return stat(("/dev/shm" + name).c_str(), &st) == 0;
+}
+
+// Sets a file's modification time `seconds` into the past.
+void age(const std::string& path, int seconds) {
+  const timespec t[2] = {{time(nullptr) - seconds, 0}, {time(nullptr) - seconds, 0}};
+  EXPECT_EQ(utimensat(AT_FDCWD, path.c_str(), t, 0), 0) << path;
 }
 
 // Forks a child that runs `body`, which writes one line to `out` (the fd of
@@ -105,7 +112,7 @@ TEST(ShmSweep, RemovesTheNamesOfDeadCreatorsOnly) {
   ASSERT_FALSE(deadName.empty());
   ASSERT_FALSE(liveName.empty());
   ASSERT_TRUE(shmExists(deadName)) << "a killed creator cannot unlink its name";
-  EXPECT_GE(sweepOrphanedSegments(), 1);
+  EXPECT_GE(sweepOrphanedSegments("/dev/shm", 0), 1);
   EXPECT_FALSE(shmExists(deadName));
   EXPECT_TRUE(shmExists(liveName)) << "a live process's segment was removed";
   EXPECT_TRUE(shmExists(own.name())) << "this process's own segment was removed";
@@ -140,6 +147,9 @@ TEST(ShmSweep, TakesOnlyCreatedNamesThatHaveTheirSizeAndNoLock) {
   ASSERT_EQ(flock(holder, LOCK_SH), 0);
   for (const char* n : others) close(make(n, 4096));
 
+  EXPECT_EQ(sweepOrphanedSegments(dir), 0) << "every segment is younger than the sweep's minimum age";
+  for (const char* n : {orphan, unsized, locked, others[0], others[1], others[2], others[3], others[4]})
+    age(std::string(dir) + "/" + n, kOrphanMinAgeSeconds + 5);
   EXPECT_EQ(sweepOrphanedSegments(dir), 1);
   EXPECT_FALSE(exists(orphan));
   EXPECT_TRUE(exists(unsized)) << "a segment without its size may still be being made";
@@ -155,7 +165,7 @@ TEST(ShmSweep, TakesOnlyCreatedNamesThatHaveTheirSizeAndNoLock) {
 }
 
 // Through the API: an allocation whose process was killed is gone once
-// another process allocates.
+// another process allocates (after the sweep's minimum age).
 TEST(ShmSweep, WeftMemAllocOfAKilledProcessIsRemovedByTheNextProcess) {
   Child dead = forkChild([](int out, int) {
     void* p = nullptr;
@@ -174,6 +184,7 @@ TEST(ShmSweep, WeftMemAllocOfAKilledProcessIsRemovedByTheNextProcess) {
   EXPECT_TRUE(WIFSIGNALED(dead.finish(false)));
   ASSERT_FALSE(name.empty()) << "the allocation's mapping was not found in the child's /proc/self/maps";
   ASSERT_TRUE(shmExists(name));
+  age("/dev/shm" + name, kOrphanMinAgeSeconds + 5);
 
   Child next = forkChild([](int, int) {
     void* p = nullptr;

@@ -11,6 +11,7 @@
 #include <cctype>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <mutex>
 
 #include "src/util/error.h"
@@ -138,26 +139,26 @@ static bool isCreatedName(const char* n) {
   return true;
 }
 
-// Removes `name` under `dir` if it is this user's, sized, and nobody holds
-// its lock.
-static bool removeIfOrphaned(int dirFd, const char* name) {
+// Removes `name` under `dir` if it is this user's, sized, old enough, and
+// nobody holds its lock.
+static bool removeIfOrphaned(int dirFd, const char* name, int minAgeSeconds) {
   const int fd = openat(dirFd, name, O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return false;
   struct stat st;
   bool removed = false;
   if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() && st.st_size > 0 &&
-      flock(fd, LOCK_EX | LOCK_NB) == 0)
+      time(nullptr) - st.st_mtime >= minAgeSeconds && flock(fd, LOCK_EX | LOCK_NB) == 0)
     removed = unlinkat(dirFd, name, 0) == 0;
   close(fd);
   return removed;
 }
 
-int sweepOrphanedSegments(const char* dir) {
+int sweepOrphanedSegments(const char* dir, int minAgeSeconds) {
   DIR* d = opendir(dir);
   if (!d) return 0;
   int removed = 0;
   while (const dirent* e = readdir(d))
-    if (isCreatedName(e->d_name) && removeIfOrphaned(dirfd(d), e->d_name)) removed++;
+    if (isCreatedName(e->d_name) && removeIfOrphaned(dirfd(d), e->d_name, minAgeSeconds)) removed++;
   closedir(d);
   if (removed > 0)
     WEFT_INFO(kShm, "shm: removed %d segment(s) under %s left by processes that died before unlinking them", removed,

@@ -44,8 +44,12 @@ class ShmSegment {
 // made ("weft-<word>-<16 hex digits>") and whose creator is gone: no process
 // holds the creator's lock, and the segment has its size (the creator locks
 // before it sizes, so a segment being created is never taken for an orphan).
-// Returns how many it removed. `dir` is for tests.
-int sweepOrphanedSegments(const char* dir = "/dev/shm");
+// Only segments last modified at least `minAgeSeconds` ago: a weft build
+// older than the lock holds none, and its short-lived init segments (FIFOs,
+// doorbells) are gone within that time. Returns how many it removed. `dir`
+// is for tests.
+inline constexpr int kOrphanMinAgeSeconds = 60;
+int sweepOrphanedSegments(const char* dir = "/dev/shm", int minAgeSeconds = kOrphanMinAgeSeconds);
 // The same, at most once per process (later calls return 0).
 int sweepOrphanedSegmentsOnce();
 
