@@ -11,7 +11,6 @@
 #include <cctype>
 #include <cstdio>
 #include <cstring>
-#include <ctime>
 #include <mutex>
 
 #include "src/util/error.h"
@@ -32,6 +31,10 @@ static void prefaultRead(void* mem, size_t bytes) {
   (void)sink;
 }
 
+// Ends every name create() makes: its creator holds the segment's lock
+// while the name exists (the sweep below relies on it).
+static constexpr char kLockedNameEnding[] = "-lk";
+
 static void* mapFd(int fd, size_t bytes, const std::string& name) {
   void* addr = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   if (addr == MAP_FAILED) {
@@ -47,8 +50,8 @@ ShmSegment ShmSegment::create(const std::string& prefix, size_t bytes) {
   unsigned char rnd[8];
   if (getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd)) raiseErrno("getrandom");
   char name[128];
-  snprintf(name, sizeof(name), "/%s-%02x%02x%02x%02x%02x%02x%02x%02x", prefix.c_str(), rnd[0], rnd[1], rnd[2], rnd[3],
-           rnd[4], rnd[5], rnd[6], rnd[7]);
+  snprintf(name, sizeof(name), "/%s-%02x%02x%02x%02x%02x%02x%02x%02x%s", prefix.c_str(), rnd[0], rnd[1], rnd[2],
+           rnd[3], rnd[4], rnd[5], rnd[6], rnd[7], kLockedNameEnding);
   int fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
   if (fd < 0) {
     const int e = errno;
@@ -127,38 +130,41 @@ void ShmSegment::unlink() {
   lockFd_ = -1;
 }
 
-// "weft-<lower-case word(s) and dashes>-<16 hex digits>", create()'s names.
+// "weft-<lower-case word(s) and dashes>-<16 hex digits>-lk", create()'s
+// names.
 static bool isCreatedName(const char* n) {
-  if (strncmp(n, "weft-", 5) != 0) return false;
-  const size_t len = strlen(n);
-  if (len < 5 + 2 + 16 || n[len - 17] != '-') return false;
-  for (size_t i = len - 16; i < len; i++)
+  const size_t len = strlen(n), end = strlen(kLockedNameEnding);
+  if (strncmp(n, "weft-", 5) != 0 || len < 5 + 2 + 16 + end || strcmp(n + len - end, kLockedNameEnding) != 0)
+    return false;
+  const size_t hex = len - end - 16;
+  if (n[hex - 1] != '-') return false;
+  for (size_t i = hex; i < hex + 16; i++)
     if (!isxdigit(static_cast<unsigned char>(n[i])) || isupper(static_cast<unsigned char>(n[i]))) return false;
-  for (size_t i = 5; i < len - 17; i++)
+  for (size_t i = 5; i < hex - 1; i++)
     if (!islower(static_cast<unsigned char>(n[i])) && n[i] != '-') return false;
   return true;
 }
 
-// Removes `name` under `dir` if it is this user's, sized, old enough, and
-// nobody holds its lock.
-static bool removeIfOrphaned(int dirFd, const char* name, int minAgeSeconds) {
+// Removes `name` under `dir` if it is this user's, sized, and nobody holds
+// its lock.
+static bool removeIfOrphaned(int dirFd, const char* name) {
   const int fd = openat(dirFd, name, O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return false;
   struct stat st;
   bool removed = false;
   if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() && st.st_size > 0 &&
-      time(nullptr) - st.st_mtime >= minAgeSeconds && flock(fd, LOCK_EX | LOCK_NB) == 0)
+      flock(fd, LOCK_EX | LOCK_NB) == 0)
     removed = unlinkat(dirFd, name, 0) == 0;
   close(fd);
   return removed;
 }
 
-int sweepOrphanedSegments(const char* dir, int minAgeSeconds) {
+int sweepOrphanedSegments(const char* dir) {
   DIR* d = opendir(dir);
   if (!d) return 0;
   int removed = 0;
   while (const dirent* e = readdir(d))
-    if (isCreatedName(e->d_name) && removeIfOrphaned(dirfd(d), e->d_name, minAgeSeconds)) removed++;
+    if (isCreatedName(e->d_name) && removeIfOrphaned(dirfd(d), e->d_name)) removed++;
   closedir(d);
   if (removed > 0)
     WEFT_INFO(kShm, "shm: removed %d segment(s) under %s left by processes that died before unlinking them", removed,

@@ -41,15 +41,13 @@ class ShmSegment {
 };
 
 // Removes this user's segments under /dev/shm whose names ShmSegment::create
-// made ("weft-<word>-<16 hex digits>") and whose creator is gone: no process
-// holds the creator's lock, and the segment has its size (the creator locks
-// before it sizes, so a segment being created is never taken for an orphan).
-// Only segments last modified at least `minAgeSeconds` ago: a weft build
-// older than the lock holds none, and its short-lived init segments (FIFOs,
-// doorbells) are gone within that time. Returns how many it removed. `dir`
-// is for tests.
-inline constexpr int kOrphanMinAgeSeconds = 60;
-int sweepOrphanedSegments(const char* dir = "/dev/shm", int minAgeSeconds = kOrphanMinAgeSeconds);
+// made ("weft-<kind>-<16 hex digits>-lk": the ending says the creator holds
+// the lock, so segments of older builds, which hold none, are never taken)
+// and whose creator is gone: no process holds the lock, and the segment has
+// its size (the creator locks before it sizes, so a segment being created
+// is never taken for an orphan). Returns how many it removed. `dir` is for
+// tests.
+int sweepOrphanedSegments(const char* dir = "/dev/shm");
 // The same, at most once per process (later calls return 0).
 int sweepOrphanedSegmentsOnce();
 
