@@ -50,6 +50,11 @@
 #                          (also in LOGDIR/rank<r>.status), MH_RANK_HOST[r]
 #   mh_kill_host I         SIGKILL every process of host I
 #   mh_unplug_host I       take host I's switch port down (cable pulled)
+#   mh_use_switch BIN DELAY_US   replace the bridge by the userspace switch
+#                          (tests/faults/lossy_switch: a one-way delay of DELAY_US
+#                          per crossing, for kernels without netem); the ports'
+#                          tc shaping stays; MH_SWITCH_PID, log MH_SWITCH_LOG
+#   mh_stop_switch         SIGTERM it; prints its counters line
 #   mh_teardown            kill what is left, delete the namespaces (the trap runs it)
 #   mh_ns I, mh_if I, mh_addr I, mh_sw   names and addresses
 #   mh_port_bytes I        bytes host I has sent into the switch
@@ -346,9 +351,38 @@ mh_retrans() {
   ip netns exec "$(mh_ns "$1")" awk '/^Tcp:/ { if (!h) { for (i = 1; i <= NF; i++) c[$i] = i; h = 1 } else print $c["RetransSegs"] }' /proc/net/snmp 2>/dev/null || echo 0
 }
 
+mh_use_switch() {
+  local bin=$1 delay_us=$2 sw i ports=()
+  sw=$(mh_sw)
+  [ -x "$bin" ] || { mh_log "mh_use_switch: $bin is not built"; return 1; }
+  for (( i = 0; i < MH_HOSTS; i++ )); do
+    ip -n "$sw" link set "p$i" nomaster || return 1
+    ports+=("p$i")
+  done
+  MH_SWITCH_LOG=$(mktemp /tmp/weft-switch.XXXXXX)
+  ip netns exec "$sw" "$bin" --delay-us "$delay_us" 0 "${ports[@]}" >"$MH_SWITCH_LOG" 2>&1 &
+  MH_SWITCH_PID=$!
+  sleep 0.2
+  kill -0 "$MH_SWITCH_PID" 2>/dev/null || { mh_log "the switch did not start: $(cat "$MH_SWITCH_LOG")"; return 1; }
+  MH_DELAY_MODE="userspace switch, $delay_us us one way"
+}
+
+mh_stop_switch() {
+  [ -n "${MH_SWITCH_PID:-}" ] || return 0
+  kill -TERM "$MH_SWITCH_PID" 2>/dev/null
+  wait "$MH_SWITCH_PID" 2>/dev/null
+  cat "$MH_SWITCH_LOG"
+  rm -f "$MH_SWITCH_LOG"
+  MH_SWITCH_PID=""
+}
+
 mh_teardown() {
   [ -n "$MH_TAG" ] || return 0
   local i ns pids
+  # A switch started in the switch namespace (mh_use_switch or by hand).
+  pids=$(ip netns pids "$(mh_sw)" 2>/dev/null)
+  [ -n "$pids" ] && kill -KILL $pids 2>/dev/null
+  MH_SWITCH_PID=""
   for (( i = 0; i < MH_HOSTS; i++ )); do
     ns=$(mh_ns "$i")
     pids=$(ip netns pids "$ns" 2>/dev/null)
