@@ -28,7 +28,8 @@
 // and segmentation survive the hop. Runs until killed; on SIGTERM/SIGINT
 // prints one line and exits 0:
 //   lossy_switch: F frames, D dropped; delay N us, Q dropped on a full queue,
-//   E send errors, queue peak P bytes
+//   E send errors, queue peak P bytes, cpu C s
+// (C: the switch's own processor time, user and system).
 // (F, D: frames since the loss began and those the dice dropped).
 #include <arpa/inet.h>
 #include <linux/if_packet.h>
@@ -36,6 +37,7 @@
 #include <net/if.h>
 #include <poll.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -316,8 +318,11 @@ int main(int argc, char** argv) {
   static Switch sw(o, fds);  // static: its receive buffer is large
   sw.run();
   const Stats& s = sw.stats();
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  const double cpu = double(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) + (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
   std::printf("lossy_switch: %lu frames, %lu dropped; delay %lld us, %lu dropped on a full queue, %lu send errors, "
-              "queue peak %zu bytes\n",
-              s.frames, s.dropped, (long long)(o.delayNs / 1000), s.queueFull, s.sendErrors, s.peakBytes);
+              "queue peak %zu bytes, cpu %.2f s\n",
+              s.frames, s.dropped, (long long)(o.delayNs / 1000), s.queueFull, s.sendErrors, s.peakBytes, cpu);
   return 0;
 }

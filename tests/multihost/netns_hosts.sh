@@ -19,7 +19,8 @@
 # delay (said in the set-up line), the rate from `tbf`, and loss as tail
 # drops of a tbf port with a shallow buffer (real drops that the senders must
 # retransmit, but bursty and of no set percentage): MH_DELAY_MODE,
-# MH_RATE_MODE and MH_LOSS_MODE say what was done.
+# MH_RATE_MODE and MH_LOSS_MODE say what was done. The tbf rate's bucket is
+# MH_TBF_BURST (default 64kb). A delay without netem: mh_use_switch (below).
 #
 # Use it from a test (source it) or by hand (run it):
 #
@@ -190,7 +191,10 @@ mh_shape_port() {
     MH_LOSS_MODE="tail drops (tbf rate ${rate:-200mbit}, 512 KB buffer; no netem in this kernel)"
     MH_RATE_MODE="tbf rate ${rate:-200mbit}"
   elif [ -n "$rate" ]; then
-    ip netns exec "$sw" tc qdisc add dev "p$i" root tbf rate "$rate" burst 64kb latency 200ms || return 1
+    # The bucket (MH_TBF_BURST, 64 KB by default) lets that much through at
+    # the veth's speed after an idle moment: messages up to about its size
+    # go faster than the rate.
+    ip netns exec "$sw" tc qdisc add dev "p$i" root tbf rate "$rate" burst "${MH_TBF_BURST:-64kb}" latency 200ms || return 1
     MH_RATE_MODE="tbf rate $rate"
   fi
   return 0
@@ -392,6 +396,7 @@ mh_teardown() {
   ip netns del "$(mh_sw)" 2>/dev/null
   MH_TAG=""
   MH_HOSTS=0
+  MH_DELAY_MODE=none
 }
 
 # ---------------------------------------------------------------- by hand
