@@ -28,8 +28,9 @@
 // and segmentation survive the hop. Runs until killed; on SIGTERM/SIGINT
 // prints one line and exits 0:
 //   lossy_switch: F frames, D dropped; delay N us, Q dropped on a full queue,
-//   E send errors, queue peak P bytes, cpu C s
-// (C: the switch's own processor time, user and system).
+//   E send errors, queue peak P bytes, cpu C s, late mean L max X us
+// (C: the switch's own processor time, user and system; L, X: how long after
+// its due time a frame was sent, the switch's own delay on top of N).
 // (F, D: frames since the loss began and those the dice dropped).
 #include <arpa/inet.h>
 #include <linux/if_packet.h>
@@ -92,8 +93,9 @@ struct Options {
 };
 
 struct Stats {
-  unsigned long frames = 0, dropped = 0, queueFull = 0, sendErrors = 0;
+  unsigned long frames = 0, dropped = 0, queueFull = 0, sendErrors = 0, sent = 0;
   size_t peakBytes = 0;
+  int64_t lateSumNs = 0, lateMaxNs = 0;  // how long after its due time a frame went out
 };
 
 int openPort(const char* name) {
@@ -261,6 +263,11 @@ void Switch::flush(int out, int64_t now) {
         return;
       }
       st_.sendErrors++;  // e.g. ENOBUFS: the port's qdisc dropped it
+    } else {
+      const int64_t late = nowNs() - f.dueNs;
+      st_.sent++;
+      st_.lateSumNs += late;
+      if (late > st_.lateMaxNs) st_.lateMaxNs = late;
     }
     p.queuedBytes -= f.bytes.size();
     spare_.push_back(std::move(f.bytes));
@@ -322,7 +329,8 @@ int main(int argc, char** argv) {
   getrusage(RUSAGE_SELF, &ru);
   const double cpu = double(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) + (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
   std::printf("lossy_switch: %lu frames, %lu dropped; delay %lld us, %lu dropped on a full queue, %lu send errors, "
-              "queue peak %zu bytes, cpu %.2f s\n",
-              s.frames, s.dropped, (long long)(o.delayNs / 1000), s.queueFull, s.sendErrors, s.peakBytes, cpu);
+              "queue peak %zu bytes, cpu %.2f s, late mean %.0f max %.0f us\n",
+              s.frames, s.dropped, (long long)(o.delayNs / 1000), s.queueFull, s.sendErrors, s.peakBytes, cpu,
+              s.sent ? double(s.lateSumNs) / double(s.sent) / 1000 : 0.0, double(s.lateMaxNs) / 1000);
   return 0;
 }
