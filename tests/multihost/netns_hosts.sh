@@ -374,6 +374,15 @@ mh_use_switch() {
 mh_stop_switch() {
   [ -n "${MH_SWITCH_PID:-}" ] || return 0
   kill -TERM "$MH_SWITCH_PID" 2>/dev/null
+  # Its counters line is polled for, not only waited for: inside $( ) the
+  # switch is no child of ours, wait returns at once (and kill -0 succeeds
+  # on it as a zombie).
+  local i
+  for (( i = 0; i < 100; i++ )); do
+    grep -q "frames" "$MH_SWITCH_LOG" 2>/dev/null && break
+    kill -0 "$MH_SWITCH_PID" 2>/dev/null || break
+    sleep 0.05
+  done
   wait "$MH_SWITCH_PID" 2>/dev/null
   cat "$MH_SWITCH_LOG"
   rm -f "$MH_SWITCH_LOG"
