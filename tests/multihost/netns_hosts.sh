@@ -19,7 +19,8 @@
 # delay (said in the set-up line), the rate from `tbf`, and loss as tail
 # drops of a tbf port with a shallow buffer (real drops that the senders must
 # retransmit, but bursty and of no set percentage): MH_DELAY_MODE,
-# MH_RATE_MODE and MH_LOSS_MODE say what was done.
+# MH_RATE_MODE and MH_LOSS_MODE say what was done. The tbf rate's bucket is
+# MH_TBF_BURST (default 64kb). A delay without netem: mh_use_switch (below).
 #
 # Use it from a test (source it) or by hand (run it):
 #
@@ -50,6 +51,11 @@
 #                          (also in LOGDIR/rank<r>.status), MH_RANK_HOST[r]
 #   mh_kill_host I         SIGKILL every process of host I
 #   mh_unplug_host I       take host I's switch port down (cable pulled)
+#   mh_use_switch BIN DELAY_US   replace the bridge by the userspace switch
+#                          (tests/faults/lossy_switch: a one-way delay of DELAY_US
+#                          per crossing, for kernels without netem); the ports'
+#                          tc shaping stays; MH_SWITCH_PID, log MH_SWITCH_LOG
+#   mh_stop_switch         SIGTERM it; prints its counters line
 #   mh_teardown            kill what is left, delete the namespaces (the trap runs it)
 #   mh_ns I, mh_if I, mh_addr I, mh_sw   names and addresses
 #   mh_port_bytes I        bytes host I has sent into the switch
@@ -185,7 +191,10 @@ mh_shape_port() {
     MH_LOSS_MODE="tail drops (tbf rate ${rate:-200mbit}, 512 KB buffer; no netem in this kernel)"
     MH_RATE_MODE="tbf rate ${rate:-200mbit}"
   elif [ -n "$rate" ]; then
-    ip netns exec "$sw" tc qdisc add dev "p$i" root tbf rate "$rate" burst 64kb latency 200ms || return 1
+    # The bucket (MH_TBF_BURST, 64 KB by default) lets that much through at
+    # the veth's speed after an idle moment: messages up to about its size
+    # go faster than the rate.
+    ip netns exec "$sw" tc qdisc add dev "p$i" root tbf rate "$rate" burst "${MH_TBF_BURST:-64kb}" latency 200ms || return 1
     MH_RATE_MODE="tbf rate $rate"
   fi
   return 0
@@ -346,9 +355,47 @@ mh_retrans() {
   ip netns exec "$(mh_ns "$1")" awk '/^Tcp:/ { if (!h) { for (i = 1; i <= NF; i++) c[$i] = i; h = 1 } else print $c["RetransSegs"] }' /proc/net/snmp 2>/dev/null || echo 0
 }
 
+mh_use_switch() {
+  local bin=$1 delay_us=$2 sw i ports=()
+  sw=$(mh_sw)
+  [ -x "$bin" ] || { mh_log "mh_use_switch: $bin is not built"; return 1; }
+  for (( i = 0; i < MH_HOSTS; i++ )); do
+    ip -n "$sw" link set "p$i" nomaster || return 1
+    ports+=("p$i")
+  done
+  MH_SWITCH_LOG=$(mktemp /tmp/weft-switch.XXXXXX)
+  ip netns exec "$sw" "$bin" --delay-us "$delay_us" 0 "${ports[@]}" >"$MH_SWITCH_LOG" 2>&1 &
+  MH_SWITCH_PID=$!
+  sleep 0.2
+  kill -0 "$MH_SWITCH_PID" 2>/dev/null || { mh_log "the switch did not start: $(cat "$MH_SWITCH_LOG")"; return 1; }
+  MH_DELAY_MODE="userspace switch, $delay_us us one way"
+}
+
+mh_stop_switch() {
+  [ -n "${MH_SWITCH_PID:-}" ] || return 0
+  kill -TERM "$MH_SWITCH_PID" 2>/dev/null
+  # Its counters line is polled for, not only waited for: inside $( ) the
+  # switch is no child of ours, wait returns at once (and kill -0 succeeds
+  # on it as a zombie).
+  local i
+  for (( i = 0; i < 100; i++ )); do
+    grep -q "frames" "$MH_SWITCH_LOG" 2>/dev/null && break
+    kill -0 "$MH_SWITCH_PID" 2>/dev/null || break
+    sleep 0.05
+  done
+  wait "$MH_SWITCH_PID" 2>/dev/null
+  cat "$MH_SWITCH_LOG"
+  rm -f "$MH_SWITCH_LOG"
+  MH_SWITCH_PID=""
+}
+
 mh_teardown() {
   [ -n "$MH_TAG" ] || return 0
   local i ns pids
+  # A switch started in the switch namespace (mh_use_switch or by hand).
+  pids=$(ip netns pids "$(mh_sw)" 2>/dev/null)
+  [ -n "$pids" ] && kill -KILL $pids 2>/dev/null
+  MH_SWITCH_PID=""
   for (( i = 0; i < MH_HOSTS; i++ )); do
     ns=$(mh_ns "$i")
     pids=$(ip netns pids "$ns" 2>/dev/null)
@@ -358,6 +405,7 @@ mh_teardown() {
   ip netns del "$(mh_sw)" 2>/dev/null
   MH_TAG=""
   MH_HOSTS=0
+  MH_DELAY_MODE=none
 }
 
 # ---------------------------------------------------------------- by hand
