@@ -102,6 +102,14 @@ weftResult_t checkCommon(CallCheck& c, const void* send, const void* recv, size_
   return weftSuccess;
 }
 
+// One rank, in place, outside a group: the result is the input, so a
+// validated call has nothing to do (NCCL returns at once too). PreMulSum
+// still scales; Avg over one rank is the value itself. A group keeps its
+// calls for weftGroupEnd's checks.
+bool oneRankNothingToDo(const weftComm* comm, const void* send, const void* recv, const kernels::RedOp& op) {
+  return comm->nranks == 1 && send == recv && op.kind != kernels::OpKind::PreMulSum && !inGroup();
+}
+
 // `rawType` and `op` are the caller's integers (abiInt), checked here.
 weftResult_t collective(const char* fn, Coll coll, const void* send, void* recv, size_t count, int rawType, int op,
                         int root, weftComm_t comm, weftStream_t stream) {
@@ -145,6 +153,7 @@ weftResult_t collective(const char* fn, Coll coll, const void* send, void* recv,
     WEFT_TRACE(kColl, "%s send %p recv %p count %zu type %s op %d root %d comm %p stream %p", fn, send,
                static_cast<void*>(recv), count, kernels::typeName(type), op, root,
                static_cast<void*>(comm), stream);
+    if (oneRankNothingToDo(comm, send, recv, d.op)) return weftSuccess;
     return submit(d, stream);
   });
 }

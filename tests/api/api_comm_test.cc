@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -229,6 +230,41 @@ TEST_F(ApiComm, TimeoutClaimedBeforeItsDiagnosisKeepsItsOwnText) {
   c->setAsyncError(weftTimeout, "a later timeout");
   EXPECT_STREQ(weftGetLastError(c), "rank 0: AllReduce made no progress [rank 2 not answering]");
   for (weftComm_t comm : comms) weftCommAbort(comm);
+}
+
+
+// One rank in place returns without running a plan: the data stays as it
+// was, bit for bit, for every collective; PreMulSum still scales; a bad
+// argument is still refused first.
+TEST_F(ApiComm, OneRankInPlaceKeepsTheDataAndStillScalesAndChecks) {
+  weftComm_t comm = nullptr;
+  ASSERT_EQ(weftCommInitAll(&comm, 1, nullptr), weftSuccess);
+  constexpr size_t n = 1000;
+  std::vector<float> data(n), before;
+  uint32_t seed = 12345;
+  for (float& x : data) x = float((seed = seed * 1664525u + 1013904223u) >> 8) / float(1 << 24) * 2 - 1;
+  before = data;
+  float* p = data.data();
+  EXPECT_EQ(rc("AllReduce sum", weftAllReduce(p, p, n, weftFloat32, weftSum, comm, nullptr)) +
+                rc("AllReduce avg", weftAllReduce(p, p, n, weftFloat32, weftAvg, comm, nullptr)) +
+                rc("ReduceScatter", weftReduceScatter(p, p, n, weftFloat32, weftMax, comm, nullptr)) +
+                rc("AllGather", weftAllGather(p, p, n, weftFloat32, comm, nullptr)) +
+                rc("Broadcast", weftBroadcast(p, p, n, weftFloat32, 0, comm, nullptr)) +
+                rc("Reduce", weftReduce(p, p, n, weftFloat32, weftProd, 0, comm, nullptr)) +
+                rc("AlltoAll", weftAlltoAll(p, p, n, weftFloat32, comm, nullptr)),
+            "");
+  EXPECT_EQ(memcmp(data.data(), before.data(), n * sizeof(float)), 0);
+
+  float three = 3;
+  weftRedOp_t times3;
+  ASSERT_EQ(weftRedOpCreatePreMulSum(&times3, &three, weftFloat32, weftScalarHostImmediate, comm), weftSuccess);
+  ASSERT_EQ(weftAllReduce(p, p, n, weftFloat32, times3, comm, nullptr), weftSuccess);
+  for (size_t i = 0; i < n; i++) ASSERT_EQ(data[i], float(double(before[i]) * 3)) << "element " << i;
+
+  EXPECT_EQ(weftAllReduce(p, p, n, static_cast<weftDataType_t>(99), weftSum, comm, nullptr), weftInvalidArgument);
+  EXPECT_EQ(weftBroadcast(p, p, n, weftFloat32, 1, comm, nullptr), weftInvalidArgument);
+  EXPECT_EQ(weftRedOpDestroy(times3, comm), weftSuccess);
+  EXPECT_EQ(weftCommDestroy(comm), weftSuccess);
 }
 
 }  // namespace

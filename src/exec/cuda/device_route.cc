@@ -22,7 +22,7 @@ namespace weft::cuda {
 weftResult_t checkCallBuffers(const char* fn, const void* send, const void* recv, weftStream_t stream,
                               bool* device) {
   *device = false;
-  const BufferKind ks = classify(send), kr = classify(recv);
+  const BufferKind ks = classify(send), kr = recv == send ? ks : classify(recv);
   const bool ds = runsOnDevice(ks), dr = runsOnDevice(kr);
   if ((send && recv && ds != dr)) {
     WEFT_WARN("%s: sendbuff %p is %s memory but recvbuff %p is %s memory: one call must use device buffers or "
