@@ -123,6 +123,29 @@ void queueControl(Qp* q, uint32_t kind, uint32_t psn, uint32_t status) {
   q->control.push_back(m);
 }
 
+// Places `n` bytes of an emulated DMA write at `dst`. A NIC writes an
+// aligned word of up to 8 bytes in one piece and after its earlier writes,
+// and weft polls such words with acquire loads and no completion in between
+// (the credit word of ib_connection.cc): the provider stores them atomically
+// with release order, as the hardware behaves, so that ThreadSanitizer sees
+// an ordered pair of atomics there instead of a plain memcpy racing a load.
+// Longer writes are read only after their completion, which the CQ's lock
+// orders; weft touching such a buffer before that is still reported.
+void dmaWrite(void* dst, const void* src, uint64_t n) {
+  const auto at = reinterpret_cast<uintptr_t>(dst);
+  if (n == 8 && at % 8 == 0) {
+    uint64_t v;
+    std::memcpy(&v, src, 8);
+    std::atomic_ref<uint64_t>(*static_cast<uint64_t*>(dst)).store(v, std::memory_order_release);
+  } else if (n == 4 && at % 4 == 0) {
+    uint32_t v;
+    std::memcpy(&v, src, 4);
+    std::atomic_ref<uint32_t>(*static_cast<uint32_t*>(dst)).store(v, std::memory_order_release);
+  } else {
+    std::memcpy(dst, src, n);
+  }
+}
+
 // Scatters `len` bytes at `offset` of a request into an sge list.
 void scatter(const std::vector<ibv_sge>& sge, uint64_t offset, const uint8_t* data, uint64_t len) {
   for (const ibv_sge& s : sge) {
@@ -132,7 +155,7 @@ void scatter(const std::vector<ibv_sge>& sge, uint64_t offset, const uint8_t* da
       continue;
     }
     uint64_t n = s.length - offset < len ? s.length - offset : len;
-    std::memcpy(reinterpret_cast<uint8_t*>(s.addr) + offset, data, n);
+    dmaWrite(reinterpret_cast<uint8_t*>(s.addr) + offset, data, n);
     data += n;
     len -= n;
     offset = 0;
@@ -210,7 +233,7 @@ bool takeRequest(Process& p, Qp* q, const Msg& m) {
   if (!q->dropping && m.len) {
     if (m.kind == kWrite) {
       Mr* mr = findMr(p, m.rkey, m.remoteAddr, m.total, IBV_ACCESS_REMOTE_WRITE);
-      if (mr && !mr->stale) std::memcpy(reinterpret_cast<void*>(m.remoteAddr + m.offset), m.data, m.len);
+      if (mr && !mr->stale) dmaWrite(reinterpret_cast<void*>(m.remoteAddr + m.offset), m.data, m.len);
     } else {
       scatter(q->curRecv.sge, m.offset, m.data, m.len);
     }
