@@ -300,7 +300,6 @@ void joinBootstrap(weftComm* comm, const weftUniqueId& id) {
 }
 
 void createDoorbell(weftComm* comm) {
-  sweepOrphanedSegmentsOnce();
   comm->bellSegment = ShmSegment::create("weft-bell", 4096);
   comm->bell = new (comm->bellSegment.data()) Doorbell();
 }

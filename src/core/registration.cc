@@ -68,7 +68,6 @@ struct Registrations::Reg {
 void* memAlloc(size_t bytes) {
   if (bytes == 0) raise(weftInvalidArgument, "weftMemAlloc: size is 0");
   if (bytes > (size_t(1) << 48)) raise(weftInvalidArgument, "weftMemAlloc: size %zu is too large", bytes);
-  sweepOrphanedSegmentsOnce();
   auto b = std::make_shared<Block>();
   b->seg = ShmSegment::create("weft-mem", (bytes + kPage - 1) / kPage * kPage);
   b->id = randomId();

@@ -27,6 +27,16 @@ bool shmExists(const std::string& name) {
   return stat(("/dev/shm" + name).c_str(), &st) == 0;
 }
 
+// Holds a shared lock on /dev/shm<name> until the descriptor is closed, so
+// that no other weft process on the machine (tests run side by side) sweeps
+// the segment of a creator that is about to die before this test looks.
+int holdLock(const std::string& name) {
+  const int fd = open(("/dev/shm" + name).c_str(), O_RDWR | O_CLOEXEC);
+  EXPECT_GE(fd, 0) << name;
+  if (fd >= 0) EXPECT_EQ(flock(fd, LOCK_SH), 0);
+  return fd;
+}
+
 // Forks a child that runs `body`, which writes one line to `out` (the fd of
 // a pipe) and then either dies or waits for a byte on `hold` before exiting.
 struct Child {
@@ -86,14 +96,8 @@ void waitFor(int fd) {
 }
 
 TEST(ShmSweep, RemovesTheNamesOfDeadCreatorsOnly) {
-  Child dead = forkChild([](int out, int) {
-    ShmSegment s = ShmSegment::create("weft-test", 4096);
-    say(out, s.name());
-    raise(SIGKILL);
-  });
-  const std::string deadName = dead.readLine();
-  EXPECT_TRUE(WIFSIGNALED(dead.finish(false)));
-
+  // Each process sweeps before its first segment: the live creator and this
+  // process make theirs before the dead one exists.
   Child live = forkChild([](int out, int in) {
     ShmSegment s = ShmSegment::create("weft-test", 4096);
     say(out, s.name());
@@ -102,9 +106,20 @@ TEST(ShmSweep, RemovesTheNamesOfDeadCreatorsOnly) {
   const std::string liveName = live.readLine();
   ShmSegment own = ShmSegment::create("weft-test", 4096);
 
+  Child dead = forkChild([](int out, int in) {
+    ShmSegment s = ShmSegment::create("weft-test", 4096);
+    say(out, s.name());
+    waitFor(in);
+    raise(SIGKILL);
+  });
+  const std::string deadName = dead.readLine();
+  const int guard = holdLock(deadName);
+  EXPECT_TRUE(WIFSIGNALED(dead.finish(true)));
+
   ASSERT_FALSE(deadName.empty());
   ASSERT_FALSE(liveName.empty());
   ASSERT_TRUE(shmExists(deadName)) << "a killed creator cannot unlink its name";
+  close(guard);
   EXPECT_GE(sweepOrphanedSegments(), 1);
   EXPECT_FALSE(shmExists(deadName));
   EXPECT_TRUE(shmExists(liveName)) << "a live process's segment was removed";
@@ -160,7 +175,7 @@ TEST(ShmSweep, TakesOnlyLockedNamesThatHaveTheirSizeAndNoHolder) {
 // Through the API: an allocation whose process was killed is gone once
 // another process allocates.
 TEST(ShmSweep, WeftMemAllocOfAKilledProcessIsRemovedByTheNextProcess) {
-  Child dead = forkChild([](int out, int) {
+  Child dead = forkChild([](int out, int in) {
     void* p = nullptr;
     if (weftMemAlloc(&p, 1 << 16) != weftSuccess) _exit(2);
     char want[32];
@@ -171,12 +186,15 @@ TEST(ShmSweep, WeftMemAllocOfAKilledProcessIsRemovedByTheNextProcess) {
       if (line.rfind(want, 0) == 0 && at != std::string::npos) say(out, line.substr(at + 8));
     }
     say(out, "");
+    waitFor(in);
     raise(SIGKILL);
   });
   const std::string name = dead.readLine();
-  EXPECT_TRUE(WIFSIGNALED(dead.finish(false)));
+  const int guard = name.empty() ? -1 : holdLock(name);
+  EXPECT_TRUE(WIFSIGNALED(dead.finish(true)));
   ASSERT_FALSE(name.empty()) << "the allocation's mapping was not found in the child's /proc/self/maps";
   ASSERT_TRUE(shmExists(name));
+  close(guard);
 
   Child next = forkChild([](int, int) {
     void* p = nullptr;

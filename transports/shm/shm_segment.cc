@@ -8,10 +8,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cctype>
 #include <cstdio>
 #include <cstring>
-#include <mutex>
 
 #include "src/util/error.h"
 #include "src/util/log.h"
@@ -46,7 +46,16 @@ static void* mapFd(int fd, size_t bytes, const std::string& name) {
   return addr;
 }
 
+// Once per process (a forked child is another process): the first segment
+// it creates clears what dead processes left first.
+static void sweepOncePerProcess() {
+  static std::atomic<pid_t> sweptBy{0};
+  const pid_t me = getpid();
+  if (sweptBy.exchange(me) != me) sweepOrphanedSegments();
+}
+
 ShmSegment ShmSegment::create(const std::string& prefix, size_t bytes) {
+  sweepOncePerProcess();
   unsigned char rnd[8];
   if (getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd)) raiseErrno("getrandom");
   char name[128];
@@ -169,13 +178,6 @@ int sweepOrphanedSegments(const char* dir) {
   if (removed > 0)
     WEFT_INFO(kShm, "shm: removed %d segment(s) under %s left by processes that died before unlinking them", removed,
               dir);
-  return removed;
-}
-
-int sweepOrphanedSegmentsOnce() {
-  static std::once_flag once;
-  int removed = 0;
-  std::call_once(once, [&] { removed = sweepOrphanedSegments(); });
   return removed;
 }
 

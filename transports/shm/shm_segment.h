@@ -3,7 +3,8 @@
 // While its name exists, the creating process holds a shared flock on it
 // (a descriptor kept open until unlink()): the kernel drops the lock when
 // the process dies, however it dies, so a name whose lock anyone can take
-// belongs to a dead process. sweepOrphanedSegments() removes those.
+// belongs to a dead process. sweepOrphanedSegments() removes those; each
+// process runs it before the first segment it creates.
 #pragma once
 
 #include <cstddef>
@@ -48,8 +49,6 @@ class ShmSegment {
 // is never taken for an orphan). Returns how many it removed. `dir` is for
 // tests.
 int sweepOrphanedSegments(const char* dir = "/dev/shm");
-// The same, at most once per process (later calls return 0).
-int sweepOrphanedSegmentsOnce();
 
 // Touches one byte per page so the pages exist before the data path runs.
 void prefault(void* mem, size_t bytes);
