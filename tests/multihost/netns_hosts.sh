@@ -148,6 +148,15 @@ mh_check_shaping() {
   return $rc
 }
 
+# What a script that runs ranks over shaped links checks first (77 with the
+# reason if it cannot), and the WEFT_ settings of its caller cleared so the
+# ranks get only what the script gives them.
+mh_preflight_shaped() {
+  mh_check || return $?
+  mh_check_shaping || return $?
+  unset ${!WEFT_@}
+}
+
 mh_netem_available() {
   local ns="weftmh-probe-$$-$RANDOM" rc
   ip netns add "$ns" 2>/dev/null || return 1

@@ -15,9 +15,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 build=$(cd "${1:-$repo/build}" && pwd)
 source "$repo/tests/multihost/netns_hosts.sh"
-mh_check || exit $?
-mh_check_shaping || exit $?
-unset ${!WEFT_@}
+mh_preflight_shaped || exit $?
 rates=${CHECK_RATES:-"100mbit 1000mbit"}
 rounds=${CHECK_ROUNDS:-3}
 sizes=${CHECK_SIZES:-"-b 1M -e 4M -f 4"}

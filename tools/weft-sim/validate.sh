@@ -20,9 +20,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 build=$(cd "${1:-$repo/build}" && pwd)
 source "$repo/tests/multihost/netns_hosts.sh"
-mh_check || exit $?
-mh_check_shaping || exit $?
-unset ${!WEFT_@}
+mh_preflight_shaped || exit $?
 
 configs=${VALIDATE_CONFIGS:-"2:1:1000 2:2:1000 4:1:500"}
 algos=${VALIDATE_ALGOS:-"ring tree hier"}
