@@ -122,15 +122,24 @@ void P2pEngine::recv(const c10::intrusive_ptr<WorkWeft>& work, const at::Tensor&
       return;
     }
   }
-  if (error.empty() && message.bytes.numel() != nbytes(tensor))
-    error = "weft backend: recv of " + std::to_string(nbytes(tensor)) + " bytes from rank " + std::to_string(from) +
-            " (tag " + std::to_string(tag) + ") matched a message of " + std::to_string(message.bytes.numel()) +
-            " bytes";
-  if (error.empty()) {
-    if (message.bytes.numel() > 0) memcpy(tensor.data_ptr(), message.bytes.data_ptr(), message.bytes.numel());
-    work->setSourceRank(from);
+  if (!error.empty()) {
+    work->complete(errorOf(error));
+    return;
   }
-  work->complete(error.empty() ? nullptr : errorOf(error));
+  deliver(work, tensor, from, tag, message.bytes);
+}
+
+void P2pEngine::deliver(const c10::intrusive_ptr<WorkWeft>& work, const at::Tensor& tensor, int from, int64_t tag,
+                        const at::Tensor& bytes) {
+  if (bytes.numel() != nbytes(tensor)) {
+    work->complete(errorOf("weft backend: recv of " + std::to_string(nbytes(tensor)) + " bytes from rank " +
+                           std::to_string(from) + " (tag " + std::to_string(tag) + ") matched a message of " +
+                           std::to_string(bytes.numel()) + " bytes"));
+    return;
+  }
+  if (bytes.numel() > 0) memcpy(tensor.data_ptr(), bytes.data_ptr(), bytes.numel());
+  work->setSourceRank(from);
+  work->complete(nullptr);
 }
 
 bool P2pEngine::takeUnexpected(int src, int64_t tag, Unexpected* out, int* from) {
@@ -346,17 +355,28 @@ P2pEngine::RecvOp P2pEngine::claim(int src, int64_t tag) {
   return RecvOp{};
 }
 
-void P2pEngine::settle(int src, const c10::intrusive_ptr<WorkWeft>& work, int64_t tag, const at::Tensor& buffer) {
+P2pEngine::RecvOp P2pEngine::settle(int src, const c10::intrusive_ptr<WorkWeft>& work, int64_t tag,
+                                     const at::Tensor& buffer) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (!work) {
-    if (buffer.defined()) in_[src]->unexpected.push_back({tag, buffer, arrivals_++});
-    return;
+    if (!buffer.defined()) return RecvOp{};
+    // A receive posted while this payload was on its way found no
+    // unexpected message then and waits on the next header: it takes this one.
+    for (auto it = posted_.begin(); it != posted_.end(); ++it)
+      if (!it->taken && it->tag == tag && (it->src == src || it->src == kAnySource)) {
+        RecvOp late = *it;
+        posted_.erase(it);
+        return late;
+      }
+    in_[src]->unexpected.push_back({tag, buffer, arrivals_++});
+    return RecvOp{};
   }
   for (auto it = posted_.begin(); it != posted_.end(); ++it)
     if (it->work == work) {
       posted_.erase(it);
-      return;
+      break;
     }
+  return RecvOp{};
 }
 
 void P2pEngine::receiveOne(int src) {
@@ -372,7 +392,8 @@ void P2pEngine::receiveOne(int src) {
     // has to leave the connection: it lands in a buffer of its own.
     at::Tensor buffer = fits ? match.tensor : at::empty({bytes}, at::kByte);
     if (bytes > 0) recvBytes(src, d, buffer.data_ptr(), bytes);
-    settle(src, match.work, tag, buffer);
+    RecvOp late = settle(src, match.work, tag, buffer);
+    if (late.work) deliver(late.work, late.tensor, src, tag, buffer);
     if (!match.work) return;
     match.work->setSourceRank(src);
     match.work->complete(fits ? nullptr

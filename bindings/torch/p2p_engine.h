@@ -102,8 +102,14 @@ class P2pEngine {
   // Marks the first posted receive that a message {src, tag} fills as taken
   // and returns a copy of it (work null: none).
   RecvOp claim(int src, int64_t tag);
-  // After the payload: files an unmatched message, or drops the finished receive.
-  void settle(int src, const c10::intrusive_ptr<WorkWeft>& work, int64_t tag, const at::Tensor& buffer);
+  // After the payload: drops the finished receive; or, for a message that no
+  // posted receive claimed, returns (and removes) a receive posted since
+  // then that takes it, or else files it as unexpected (work null).
+  RecvOp settle(int src, const c10::intrusive_ptr<WorkWeft>& work, int64_t tag, const at::Tensor& buffer);
+  // Completes a receive with a message that arrived before it was matched
+  // (a size mismatch fails it).
+  void deliver(const c10::intrusive_ptr<WorkWeft>& work, const at::Tensor& tensor, int from, int64_t tag,
+               const at::Tensor& bytes);
   // Whether recvLoop(src) should read a header now (mutex_ held): kYes for a
   // posted receive from src, kIfCounted for one from any source (read only
   // if src's doorbell count is ahead of the headers read).

@@ -24,6 +24,7 @@ import torch.distributed as dist  # noqa: E402
 WORLD = 3
 ELEMS = 2 * 1024 * 1024  # float32: 8 MiB
 GROUP_TIMEOUT_S = 20
+DELAYS_MS = [2, 5, 10, 20, 40, 80, 160, 320]  # of posted_while_arriving
 RUN_LIMIT_S = 90
 
 
@@ -67,6 +68,33 @@ def any_source(rank):
         dist.send(torch.full((ELEMS,), float(rank)), 0)
 
 
+def posted_while_arriving(rank):
+    """Rank 1 sends a big tag-2 message, then a small tag-1 one. Rank 0 has
+    only its tag-1 receive posted when they start, so the tag-2 message
+    begins to arrive unclaimed; its tag-2 receive comes DELAYS_MS[round]
+    later: while that payload is still on its way in the early rounds, after
+    it in the late ones; from any source in every other round. Every round
+    both must land."""
+    big = 4 * ELEMS
+    for round_, delay_ms in enumerate(DELAYS_MS):
+        if rank == 0:
+            small, large = torch.empty(16), torch.empty(big)
+            first = dist.irecv(small, 1, tag=1)
+            dist.barrier()  # rank 1 sends after this
+            time.sleep(delay_ms / 1000)
+            second = dist.irecv(large, 1 if round_ % 2 else None, tag=2)  # None: from any source
+            first.wait()
+            second.wait()
+            assert torch.all(small == round_) and torch.all(large == round_ + 0.5), f"round {round_}: wrong data"
+        else:
+            out = [torch.full((big,), round_ + 0.5), torch.full((16,), float(round_))]
+            dist.barrier()
+            if rank == 1:
+                works = [dist.isend(out[0], 0, tag=2), dist.isend(out[1], 0, tag=1)]
+                for w in works:
+                    w.wait()
+
+
 def pipeline(rank):
     """A 3-stage pipeline, 4 micro-batches, activations forward and gradients
     backward exchanged with batch_isend_irecv (send forward + receive
@@ -97,7 +125,7 @@ def pipeline(rank):
             assert torch.all(g == m + rank + 2), f"stage {rank} micro-batch {m}: gradient {g[0].item()}"
 
 
-PATTERNS = [both_send_first, tags_matched, any_source, pipeline]
+PATTERNS = [both_send_first, tags_matched, any_source, posted_while_arriving, pipeline]
 
 
 def rank_main(rank, backend, port, results):
