@@ -393,8 +393,10 @@ void P2pEngine::receiveOne(int src) {
     at::Tensor buffer = fits ? match.tensor : at::empty({bytes}, at::kByte);
     if (bytes > 0) recvBytes(src, d, buffer.data_ptr(), bytes);
     RecvOp late = settle(src, match.work, tag, buffer);
-    if (late.work) deliver(late.work, late.tensor, src, tag, buffer);
-    if (!match.work) return;
+    if (!match.work) {
+      if (late.work) deliver(late.work, late.tensor, src, tag, buffer);
+      return;
+    }
     match.work->setSourceRank(src);
     match.work->complete(fits ? nullptr
                               : errorOf("weft backend: recv of " + std::to_string(nbytes(match.tensor)) +

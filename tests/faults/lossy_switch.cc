@@ -104,7 +104,8 @@ int openPort(const char* name) {
   int on = 1;
   if (setsockopt(fd, SOL_PACKET, PACKET_VNET_HDR, &on, sizeof on) != 0) return -1;
   if (setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &on, sizeof on) != 0) return -1;
-  // Our own sends would otherwise come back on the port's socket.
+  // Our own sends would otherwise come back on the port's socket (kernels
+  // without this option: receiveFrom skips them by their packet type).
   setsockopt(fd, SOL_PACKET, PACKET_IGNORE_OUTGOING, &on, sizeof on);
   setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &kSocketBuffer, sizeof kSocketBuffer);
   setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &kSocketBuffer, sizeof kSocketBuffer);
@@ -223,14 +224,17 @@ void Switch::receiveFrom(int in) {
   for (int k = 0; k < 256; k++) {
     iovec iov{buf_, sizeof buf_};
     alignas(cmsghdr) char ctrl[CMSG_SPACE(sizeof(timespec))];
+    sockaddr_ll from{};
     msghdr m{};
+    m.msg_name = &from;
+    m.msg_namelen = sizeof from;
     m.msg_iov = &iov;
     m.msg_iovlen = 1;
     m.msg_control = ctrl;
     m.msg_controllen = sizeof ctrl;
     ssize_t n = recvmsg(ports_[size_t(in)].fd, &m, MSG_DONTWAIT);
     if (n <= 0) return;
-    if (size_t(n) < kVnetHdr + ETH_HLEN) continue;
+    if (size_t(n) < kVnetHdr + ETH_HLEN || from.sll_pkttype == PACKET_OUTGOING) continue;
     int64_t arrived = 0;
     for (cmsghdr* c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c))
       if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPNS) {

@@ -15,28 +15,23 @@ switch=${1:?usage: switch_delay.sh <lossy_switch> <udp_rtt>}
 probe=${2:?usage: switch_delay.sh <lossy_switch> <udp_rtt>}
 mh_check || exit $?
 for b in "$switch" "$probe"; do [ -x "$b" ] || { echo "FAIL: $b is not built"; exit 1; }; done
-logroot=$(mktemp -d /tmp/weft-switch-delay.XXXXXX)
 mh_setup 2 || { mh_log "set-up failed"; exit 1; }
-trap 'mh_teardown; rm -rf "$logroot"' EXIT
-sw=$(mh_sw)
-for h in 0 1; do ip -n "$sw" link set "p$h" nomaster || exit 1; done
+trap mh_teardown EXIT
 ip netns exec "$(mh_ns 1)" "$probe" serve 7000 60 &
 servepid=$!
 
 failed=0
 declare -A rtt_min=()
 for delay in 0 1000 2000; do
-  ip netns exec "$sw" "$switch" --delay-us "$delay" 0 p0 p1 >"$logroot/switch-$delay.log" 2>&1 &
-  swpid=$!
-  sleep 0.3
+  mh_use_switch "$switch" "$delay" || { echo "FAIL: the switch did not start at delay $delay us"; failed=1; continue; }
   out=$(ip netns exec "$(mh_ns 0)" "$probe" ping "$(mh_addr 1)" 7000 30)
   rc=$?
-  kill -TERM $swpid; wait $swpid
+  counters=$(mh_stop_switch)
   echo "delay $delay us: $out"
-  echo "  $(cat "$logroot/switch-$delay.log")"
+  echo "  $counters"
   [ $rc = 0 ] || { echo "FAIL: round trips lost at delay $delay us"; failed=1; continue; }
   grep -q "sent 30, answered 30," <<<"$out" || { echo "FAIL: a probe was lost at delay $delay us"; failed=1; }
-  grep -q " 0 dropped on a full queue, 0 send errors" "$logroot/switch-$delay.log" ||
+  grep -q " 0 dropped on a full queue, 0 send errors" <<<"$counters" ||
     { echo "FAIL: the switch dropped frames at delay $delay us"; failed=1; }
   rtt_min[$delay]=$(sed -n 's/.*rtt min\/median\/max \([0-9]*\) .*/\1/p' <<<"$out")
 done
