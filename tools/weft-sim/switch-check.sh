@@ -11,11 +11,7 @@
 # CHECK_SIZES (all_reduce_perf's -b/-e/-f; "-b 1M -e 4M -f 4"), CHECK_DELAY_US
 # (0; with a delay, TCP must still fill the rate over the longer round trip).
 set -u
-here=$(cd "$(dirname "$0")" && pwd)
-repo=$(cd "$here/../.." && pwd)
-build=$(cd "${1:-$repo/build}" && pwd)
-source "$repo/tests/multihost/netns_hosts.sh"
-mh_preflight_shaped || exit $?
+source "$(dirname "$0")/shaped_env.sh" "${1:-}" || exit $?
 rates=${CHECK_RATES:-"100mbit 1000mbit"}
 rounds=${CHECK_ROUNDS:-3}
 sizes=${CHECK_SIZES:-"-b 1M -e 4M -f 4"}

@@ -16,11 +16,7 @@
 # and holds every frame that long; a transfer between two hosts crosses the
 # switch once, so weft-sim's network latency is SIM_NET_LAT_US + the delay.
 set -u
-here=$(cd "$(dirname "$0")" && pwd)
-repo=$(cd "$here/../.." && pwd)
-build=$(cd "${1:-$repo/build}" && pwd)
-source "$repo/tests/multihost/netns_hosts.sh"
-mh_preflight_shaped || exit $?
+source "$(dirname "$0")/shaped_env.sh" "${1:-}" || exit $?
 
 configs=${VALIDATE_CONFIGS:-"2:1:1000 2:2:1000 4:1:500"}
 algos=${VALIDATE_ALGOS:-"ring tree hier"}
